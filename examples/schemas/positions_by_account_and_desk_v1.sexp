@@ -1,0 +1,11 @@
+((name positions_by_account_and_desk) (version 1) (key Int)
+ (fields
+  (((name desk) (typ String) (default ()))
+   ((name qty) (typ Int64) (default ()))
+   ((name avg_px) (typ Float) (default ()))
+   ((name limits) (typ (Option (List Int32))) (default ("()")))
+   ((name flags) (typ (List Bool)) (default ("()")))
+   ((name tags) (typ (List String)) (default ("()")))
+   ((name matrix) (typ (List (List Int))) (default ("()")))
+   ((name deep) (typ (Option (Option (Option Int)))) (default ("()")))
+   ((name note) (typ (Option String)) (default ("()"))))))

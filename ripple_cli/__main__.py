@@ -1,0 +1,3 @@
+from ripple_cli.cli.main import main
+
+main()

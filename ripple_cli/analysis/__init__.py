@@ -1,0 +1,1 @@
+"""What is learnt from a stream of decoded messages: stream rules, counts."""

@@ -1,0 +1,67 @@
+"""The outcome of a run: what was seen, what was wrong, and the exit code.
+
+Like black's report object, it alone decides the exit status, so every
+command agrees on what counts as a problem.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ripple_cli.codec.problems import Problem, Severity
+from ripple_cli.codec.stream import Message
+from ripple_cli.errors import EXIT_OK, EXIT_PROBLEMS
+
+
+@dataclass
+class SourceReport:
+    name: str
+    messages: int = 0
+    bytes: int = 0  # bytes of whole envelopes
+    by_type: Counter[str] = field(default_factory=Counter)
+    problems: list[Problem] = field(default_factory=list)
+
+    def counts(self, strict: bool) -> tuple[int, int]:
+        """(problems, warnings); under --strict warnings count as problems."""
+        errors = sum(1 for p in self.problems if p.severity is Severity.ERROR or strict)
+        return errors, len(self.problems) - errors
+
+
+class Report:
+    def __init__(self, strict: bool = False, keep_problems: int = 10_000) -> None:
+        self.strict = strict
+        self.sources: list[SourceReport] = []
+        self.keep_problems = keep_problems  # the rest are counted, not kept
+        self.dropped: Counter[str] = Counter()
+
+    def source(self, name: str) -> SourceReport:
+        rep = SourceReport(name)
+        self.sources.append(rep)
+        return rep
+
+    def message(self, rep: SourceReport, msg: Message, type_name: str) -> None:
+        rep.messages += 1
+        rep.bytes += msg.frame.size
+        rep.by_type[type_name] += 1
+
+    def problem(self, rep: SourceReport, p: Problem) -> None:
+        if len(rep.problems) < self.keep_problems:
+            rep.problems.append(p)
+        else:
+            self.dropped[rep.name] += 1
+
+    def is_problem(self, p: Problem) -> bool:
+        return p.severity is Severity.ERROR or self.strict
+
+    @property
+    def problem_count(self) -> int:
+        return sum(s.counts(self.strict)[0] for s in self.sources) + sum(self.dropped.values())
+
+    @property
+    def warning_count(self) -> int:
+        return sum(s.counts(self.strict)[1] for s in self.sources)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_PROBLEMS if self.problem_count else EXIT_OK

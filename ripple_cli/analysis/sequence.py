@@ -1,0 +1,99 @@
+"""The stream rules `verify` checks beyond each envelope on its own
+(reference section 2): envelope sequence numbers, Delta `sequence_no` per
+(worker, output), schemas known before Deltas, refused negotiations."""
+
+from __future__ import annotations
+
+from ripple_cli.codec.messages import DELTA, DeltaMsg, DeltaView, Handshake, SchemaNegotiation
+from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.registry import SchemaRegistry
+from ripple_cli.codec.schema import text
+from ripple_cli.codec.stream import Message
+
+UNKNOWN_WORKER = b"?"
+
+
+class SequenceChecker:
+    """One per stream (per connection and direction).  `registry` is the
+    decoder's own, which already holds the stream's Handshake schemas."""
+
+    def __init__(self, registry: SchemaRegistry) -> None:
+        self.registry = registry
+        self.last_seq: int | None = None
+        self.worker: bytes | None = None
+        self.handshake_seen = False
+        # (worker, output) -> last sequence_no applied
+        self.last_applied: dict[tuple[bytes, bytes], int] = {}
+
+    def observe(self, msg: Message) -> list[Problem]:
+        f = msg.frame
+        out: list[Problem] = []
+        if self.last_seq is not None and f.seq <= self.last_seq:
+            out.append(
+                Problem(
+                    f.offset, "seq_order", f"envelope seq {f.seq} is not above the previous {self.last_seq}", seq=f.seq
+                )
+            )
+        self.last_seq = f.seq
+        body = msg.body
+        if isinstance(body, Handshake):
+            self.worker = body.source_worker_id
+            self.handshake_seen = True
+        elif isinstance(body, SchemaNegotiation) and not body.ok:
+            errors = "; ".join(text(e) for e in body.errors) or "no errors given"
+            out.append(Problem(f.offset, "negotiation_failed", f"Schema_negotiation refused: {errors}", seq=f.seq))
+        elif f.tag == DELTA and isinstance(body, (DeltaMsg, DeltaView)):
+            if f.fingerprint not in self.registry:
+                out.append(
+                    Problem(
+                        f.offset,
+                        "delta_before_schema",
+                        f"Delta for {text(f.fingerprint)} before its schema is known",
+                        seq=f.seq,
+                    )
+                )
+            out.extend(self._delta_seq(f.offset, f.seq, body.source_output, body.sequence_no))
+        return out
+
+    def _delta_seq(self, offset: int, seq: int, output: bytes, n: int) -> list[Problem]:
+        worker = self.worker or UNKNOWN_WORKER
+        key = (worker, output)
+        who = f"({text(worker)}, {text(output)})"
+        last = self.last_applied.get(key)
+        if last is None:
+            self.last_applied[key] = n
+            if self.handshake_seen and n != 1:
+                return [
+                    Problem(
+                        offset,
+                        "delta_gap",
+                        f"{who} first sequence_no is {n}, expected 1 ({n - 1} missing)",
+                        seq=seq,
+                        extra={"worker": text(worker), "output": text(output), "missing": n - 1},
+                    )
+                ]
+            return []
+        if n <= last:
+            return [
+                Problem(
+                    offset,
+                    "delta_duplicate",
+                    f"{who} sequence_no {n} at or below the last applied {last} (duplicate)",
+                    seq=seq,
+                    extra={"worker": text(worker), "output": text(output)},
+                )
+            ]
+        self.last_applied[key] = n
+        if n > last + 1:
+            missing = n - last - 1
+            which = str(last + 1) if missing == 1 else f"{last + 1}..{n - 1}"
+            return [
+                Problem(
+                    offset,
+                    "delta_gap",
+                    f"{who} sequence_no jumped from {last} to {n} ({missing} missing: {which})",
+                    seq=seq,
+                    extra={"worker": text(worker), "output": text(output), "missing": missing},
+                )
+            ]
+        return []

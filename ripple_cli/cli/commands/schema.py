@@ -1,0 +1,199 @@
+"""`ripple schema`: show, check and extract schemas."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import click
+
+from ripple_cli.cli.environment import Environment
+from ripple_cli.cli.options import max_payload_option
+from ripple_cli.codec.compat import check_backward
+from ripple_cli.codec.envelope import MAGIC
+from ripple_cli.codec.jsonview import schema_to_json, type_text
+from ripple_cli.codec.messages import Handshake
+from ripple_cli.codec.schema import Schema, sexp_of_schema, text
+from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
+from ripple_cli.errors import EXIT_PROBLEMS, InputUnreadable, UsageProblem
+from ripple_cli.render.json import dumps
+from ripple_cli.sexp.write import to_string, to_string_hum
+from ripple_cli.sources.files import display_name, read_chunks
+from ripple_cli.sources.schema_files import load_schema_file
+
+
+@click.group()
+def schema() -> None:
+    """Show, check and extract Ripple schemas.
+
+    A schema file holds one Schema.t as an s-expression, e.g. vwap_v2.sexp.
+    """
+
+
+def schemas_in_stream(path: str, env: Environment, max_payload: int) -> list[tuple[bytes, Schema]]:
+    """(output, schema) of every Handshake in a stream, first declaration of
+    each fingerprint first."""
+    found: dict[bytes, tuple[bytes, Schema]] = {}
+    decoder = StreamDecoder(None, DeltaMode.RAW, max_payload)
+    chunks = read_chunks(path, env.stdin)
+    while True:
+        chunk = next(chunks, None)
+        for ev in decoder.feed(chunk) if chunk is not None else decoder.finish():
+            if isinstance(ev, Message) and isinstance(ev.body, Handshake):
+                for output, s in ev.body.output_schemas:
+                    found.setdefault(s.fingerprint, (output, s))
+        if chunk is None:
+            return list(found.values())
+
+
+def _is_stream(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == MAGIC
+    except OSError as e:
+        raise InputUnreadable(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+@schema.command("show")
+@click.argument("file", type=click.Path(allow_dash=True))
+@click.option(
+    "--format",
+    "-F",
+    "fmt",
+    type=click.Choice(("table", "sexp", "hum", "json")),
+    default=None,
+    help="Output form. Default: table on a terminal, hum otherwise.",
+)
+@max_payload_option
+@click.pass_obj
+def show(env: Environment, file: str, fmt: str | None, max_payload: int) -> int:
+    """Show a schema file, or the schemas declared in a stream's Handshakes."""
+    if file != "-" and _is_stream(file):
+        items = schemas_in_stream(file, env, max_payload)
+        if not items:
+            raise InputUnreadable(f"{file}: no Handshake declares a schema in this stream")
+    else:
+        if file == "-":
+            raise UsageProblem("schema show reads a file, not stdin")
+        items = [(b"", load_schema_file(file))]
+    fmt = fmt or ("table" if env.stdout_isatty else "hum")
+    out = env.stdout
+    if fmt == "json":
+        docs = [{"output": text(o), **schema_to_json(s)} if o else schema_to_json(s) for o, s in items]
+        out.write(dumps(docs if len(docs) > 1 else docs[0]) + b"\n")
+    elif fmt in ("sexp", "hum"):
+        for _o, s in items:
+            out.write((to_string(sexp_of_schema(s)) if fmt == "sexp" else to_string_hum(sexp_of_schema(s))) + b"\n")
+    else:
+        from rich.table import Table
+
+        from ripple_cli.render.table import make_console
+
+        console, stream = make_console(env)
+        for output, s in items:
+            title = text(s.fingerprint) + (f"  (output {text(output)})" if output else "")
+            t = Table(title=title, title_justify="left", caption=f"key: {type_text(s.key)}", caption_justify="left")
+            t.add_column("#", justify="right")
+            t.add_column("field")
+            t.add_column("type")
+            t.add_column("default")
+            for i, f in enumerate(s.fields):
+                t.add_row(str(i), text(f.name), type_text(f.typ), "" if f.default is None else text(f.default))
+            console.print(t)
+        stream.detach()
+    out.flush()
+    return 0
+
+
+@schema.command("check")
+@click.option(
+    "--reader",
+    "reader_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Schema file of the side that reads (the consumer).",
+)
+@click.option(
+    "--writer",
+    "writer_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Schema file of the side that writes (the producer).",
+)
+@click.pass_obj
+def check(env: Environment, reader_path: str, writer_path: str) -> int:
+    """Can a reader with one schema consume a writer's data?
+
+    Applies check_backward (reference section 6).  Prints `compatible`
+    and exits 0, or prints each error and exits 1.
+    """
+    reader = load_schema_file(reader_path)
+    writer = load_schema_file(writer_path)
+    errors = check_backward(reader, writer)
+    if not errors:
+        env.stdout.write(
+            f"compatible: reader {text(reader.fingerprint)} can read writer {text(writer.fingerprint)}\n".encode()
+        )
+        return 0
+    env.stdout.write(
+        f"incompatible: reader {text(reader.fingerprint)} cannot read writer {text(writer.fingerprint)}\n".encode()
+    )
+    for e in errors:
+        env.stdout.write(f"  {e}\n".encode())
+    return EXIT_PROBLEMS
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def schema_file_name(s: Schema) -> str:
+    """`NAME_vVERSION.sexp`, with anything but letters, digits, `.`, `_`, `-`
+    replaced, so a hostile name cannot leave the directory."""
+    name = _UNSAFE.sub("_", text(s.name)) or "_"
+    if name.startswith("."):
+        name = "_" + name[1:]
+    return f"{name}_v{s.version}.sexp"
+
+
+@schema.command("extract")
+@click.argument("stream", type=click.Path(allow_dash=True))
+@click.option(
+    "--output-dir",
+    "-o",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory to write the schema files into (created if missing).",
+)
+@max_payload_option
+@click.pass_obj
+def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> int:
+    """Write one schema file per schema declared in a stream's Handshakes.
+
+    Files are named NAME_vVERSION.sexp and hold the indented s-expression,
+    ready for --schemas.  Nothing is written outside DIR.
+    """
+    items = schemas_in_stream(stream, env, max_payload)
+    if not items:
+        env.problem_line(f"ripple: {display_name(stream)}: no Handshake declares a schema")
+        return EXIT_PROBLEMS
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise InputUnreadable(f"{out_dir}: cannot create directory: {e.strerror or e}") from None
+    root = os.path.realpath(out_dir)
+    used: set[str] = set()
+    for _output, s in items:
+        name = schema_file_name(s)
+        base, n = name, 2
+        while name in used:  # two fingerprints that sanitize alike
+            name = base.replace(".sexp", f"-{n}.sexp")
+            n += 1
+        used.add(name)
+        path = os.path.realpath(os.path.join(root, name))
+        if os.path.dirname(path) != root:
+            raise UsageProblem(f"{name}: refusing to write outside {out_dir}")
+        with open(path, "wb") as f:
+            f.write(to_string_hum(sexp_of_schema(s)) + b"\n")
+        env.stdout.write(f"{os.path.join(out_dir, name)}  {text(s.fingerprint)}\n".encode())
+    return 0

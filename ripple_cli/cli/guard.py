@@ -1,0 +1,66 @@
+"""The wrapper every invocation runs in: exceptions become exit codes.
+
+Bad input gives one line on stderr and a documented exit code, never a
+traceback; a closed pipe (`| head`) ends the program quietly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+import click
+
+from ripple_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, RippleError
+
+
+def _stderr_line(text: str) -> None:
+    try:
+        sys.stderr.write(text.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _quiet_broken_pipe() -> NoReturn:
+    # Further writes to the dead pipe (at interpreter exit, flushing) would
+    # raise again; point stdout at /dev/null first, as the Python docs advise.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def run_guarded(main: Callable[[], int | None], prog: str = "ripple") -> NoReturn:
+    try:
+        code = main()
+    except click.exceptions.Exit as e:
+        code = e.exit_code
+    except click.ClickException as e:
+        e.show()
+        code = e.exit_code
+    except click.exceptions.Abort:
+        _stderr_line("")
+        code = EXIT_INTERRUPTED
+    except RippleError as e:
+        _stderr_line(f"{prog}: {e.message}")
+        code = e.exit_code
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except KeyboardInterrupt:
+        _stderr_line("")
+        code = EXIT_INTERRUPTED
+    except Exception as e:
+        if os.environ.get("RIPPLE_DEBUG"):
+            raise
+        _stderr_line(f"{prog}: internal error: {type(e).__name__}: {e} (set RIPPLE_DEBUG=1 for a traceback)")
+        code = EXIT_INTERNAL
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    sys.exit(code or 0)

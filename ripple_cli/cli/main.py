@@ -1,0 +1,65 @@
+"""`ripple`: the command group.  Subcommands are imported only when run, so
+that `ripple --help` stays instant however heavy a command's imports are."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from ripple_cli import __version__
+from ripple_cli.cli.environment import Environment
+from ripple_cli.cli.guard import run_guarded
+
+# name -> (module, attribute, one-line help shown by `ripple --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "decode": ("ripple_cli.cli.commands.decode", "decode", "Print the messages of Ripple streams."),
+    "encode": ("ripple_cli.cli.commands.encode", "encode", "Write envelopes from canonical s-expressions."),
+    "verify": ("ripple_cli.cli.commands.verify", "verify", "Check framing, CRCs and sequence rules (for CI)."),
+    "schema": ("ripple_cli.cli.commands.schema", "schema", "Show, check and extract schemas."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        cmd = getattr(importlib.import_module(module), attr)
+        assert isinstance(cmd, click.Command)
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The short help comes from the table above: no import needed.
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="Exit status: 0 clean, 1 problems found, 2 usage, 3 unreadable input. See ripple(1).",
+)
+@click.version_option(__version__, "-V", "--version", prog_name="ripple")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """ripple: see what Ripple workers say on the wire.
+
+    Decode, encode and verify Ripple streams: envelopes with bin_prot
+    payloads, as OCaml workers write them to a socket or a dump file.
+    """
+    if ctx.obj is None:
+        ctx.obj = Environment()
+
+
+def main(args: list[str] | None = None, env: Environment | None = None) -> Any:
+    def invoke() -> int | None:
+        rv = cli.main(args=args, prog_name="ripple", standalone_mode=False, obj=env)
+        return rv if isinstance(rv, int) else 0
+
+    run_guarded(invoke)

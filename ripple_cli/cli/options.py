@@ -1,0 +1,110 @@
+"""Options shared by several commands, defined once so that a flag means the
+same everywhere (as sqlite-utils does)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+import click
+
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
+from ripple_cli.codec.messages import TAG_BY_NAME
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(f: F) -> F:
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+
+    return apply
+
+
+class ByteSize(click.ParamType):  # type: ignore[type-arg]
+    """A size in bytes: `4096`, `64K`, `16M`, `1G`."""
+
+    name = "size"
+    _UNITS: ClassVar[dict[str, int]] = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        s = str(value).strip().upper().removesuffix("IB").removesuffix("B")
+        unit = s[-1:] if s[-1:] in self._UNITS else ""
+        try:
+            n = int(s[: len(s) - len(unit)]) * self._UNITS[unit]
+        except ValueError:
+            self.fail(f"{value!r} is not a size (e.g. 4096, 64K, 16M)", param, ctx)
+        if n < 0:
+            self.fail("a size cannot be negative", param, ctx)
+        return n
+
+
+def schemas_option(f: F) -> F:
+    return click.option(
+        "--schemas",
+        "schemas",
+        multiple=True,
+        type=click.Path(),
+        envvar="RIPPLE_SCHEMAS",
+        help="A directory of schema files (*.sexp), or one file. Repeatable. "
+        f"Default: $RIPPLE_SCHEMAS ({os.pathsep}-separated).",
+    )(f)
+
+
+def max_payload_option(f: F) -> F:
+    return click.option(
+        "--max-payload",
+        type=ByteSize(),
+        default=DEFAULT_MAX_PAYLOAD,
+        show_default="16M",
+        help="Largest payload length accepted; a longer one is a framing problem.",
+    )(f)
+
+
+def format_option(choices: tuple[str, ...], default_help: str) -> Callable[[F], F]:
+    return click.option(
+        "--format",
+        "-F",
+        "fmt",
+        type=click.Choice(choices),
+        default=None,
+        help=f"Output form. {default_help}",
+    )
+
+
+def strict_option(f: F) -> F:
+    return click.option(
+        "--strict", is_flag=True, help="Treat warnings (non-zero flags, unknown message types) as problems."
+    )(f)
+
+
+TYPE_CHOICES = tuple(TAG_BY_NAME)
+
+
+def selection_options(f: F) -> F:
+    """Which messages to show: the same for every command that prints them."""
+    return _compose(
+        click.option("--count", "-c", type=click.IntRange(min=0), default=None, help="Stop after showing N messages."),
+        click.option(
+            "--type",
+            "types",
+            multiple=True,
+            type=click.Choice(TYPE_CHOICES, case_sensitive=False),
+            help="Only messages of this type. Repeatable.",
+        ),
+        click.option(
+            "--output", "outputs", multiple=True, metavar="NAME", help="Only Deltas of this source output. Repeatable."
+        ),
+        click.option(
+            "--key",
+            "keys",
+            multiple=True,
+            metavar="K",
+            help="Only Deltas whose key prints as K (e.g. AAPL, 42). Repeatable.",
+        ),
+    )(f)

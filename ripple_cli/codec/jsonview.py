@@ -1,0 +1,143 @@
+"""The typed JSON form of messages, shape version 1 (documented in
+man/ripple-decode.1 and README).
+
+Integers are JSON numbers (exact: int64 values need a reader that keeps
+them, e.g. jq 1.7, or Python).  Floats are numbers, except NaN and the
+infinities, which are the strings "NaN", "Infinity", "-Infinity".  Byte
+strings are JSON strings when they are valid UTF-8, else
+{"base64": "..."}.  The shape of every field type is given in values.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+from typing import Any
+
+from ripple_cli.codec.messages import (
+    TYPE_NAMES,
+    Body,
+    CheckpointAck,
+    CheckpointRequest,
+    DeltaMsg,
+    DeltaView,
+    Handshake,
+    Heartbeat,
+    SchemaNegotiation,
+)
+from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.schema import FieldType, Schema, sexp_of_field_type, text
+from ripple_cli.codec.stream import Message
+from ripple_cli.codec.values import bytes_to_json, float_to_json
+from ripple_cli.sexp.write import to_string
+
+JSON_SHAPE_VERSION = 1
+
+
+def type_text(t: FieldType) -> str:
+    return text(to_string(sexp_of_field_type(t)))
+
+
+def schema_to_json(s: Schema) -> dict[str, Any]:
+    return {
+        "fingerprint": text(s.fingerprint),
+        "name": text(s.name),
+        "version": s.version,
+        "key": type_text(s.key),
+        "fields": [
+            {"name": text(f.name), "type": type_text(f.typ), "default": None if f.default is None else text(f.default)}
+            for f in s.fields
+        ],
+    }
+
+
+def body_to_json(body: Body) -> dict[str, Any]:
+    if isinstance(body, DeltaView):
+        s = body.schema
+        return {
+            "source_output": bytes_to_json(body.source_output),
+            "key": s.key.to_json(body.key),
+            "delta": s.delta_to_json(body.delta),
+            "sequence_no": body.sequence_no,
+            "watermark_ns": body.watermark_ns,
+        }
+    if isinstance(body, DeltaMsg):
+        return {
+            "source_output": bytes_to_json(body.source_output),
+            "schema_known": False,
+            "key_bytes": base64.b64encode(body.key).decode(),
+            "delta_bytes": base64.b64encode(body.delta_bytes).decode(),
+            "sequence_no": body.sequence_no,
+            "watermark_ns": body.watermark_ns,
+        }
+    if isinstance(body, Heartbeat):
+        return {
+            "worker_id": bytes_to_json(body.worker_id),
+            "timestamp_ns": body.timestamp_ns,
+            "load": float_to_json(body.load),
+        }
+    if isinstance(body, Handshake):
+        return {
+            "source_worker_id": bytes_to_json(body.source_worker_id),
+            "output_schemas": [
+                {"output": bytes_to_json(n), "schema": schema_to_json(s)} for n, s in body.output_schemas
+            ],
+            "protocol_version": body.protocol_version,
+        }
+    if isinstance(body, CheckpointRequest):
+        return {"checkpoint_id": body.checkpoint_id, "requested_at_ns": body.requested_at_ns}
+    if isinstance(body, CheckpointAck):
+        return {
+            "worker_id": bytes_to_json(body.worker_id),
+            "checkpoint_id": body.checkpoint_id,
+            "positions": [{"output": bytes_to_json(n), "sequence_no": q} for n, q in body.positions],
+        }
+    if isinstance(body, SchemaNegotiation):
+        return {"ok": body.ok, "errors": [bytes_to_json(e) for e in body.errors]}
+    return {"tag": body.tag, "payload": base64.b64encode(body.payload).decode()}
+
+
+def iso_time(ns: int) -> str:
+    """Nanoseconds since the epoch as RFC 3339 UTC with all nine digits."""
+    secs, frac = divmod(ns, 1_000_000_000)
+    try:
+        dt = datetime.datetime.fromtimestamp(secs, datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        return f"{ns}ns"
+    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+
+
+def type_name(tag: int) -> str:
+    return TYPE_NAMES.get(tag, f"Unknown({tag})")
+
+
+def message_to_json(msg: Message, source: str) -> dict[str, Any]:
+    f = msg.frame
+    return {
+        "v": JSON_SHAPE_VERSION,
+        "source": source,
+        "offset": f.offset,
+        "size": f.size,
+        "seq": f.seq,
+        "time_ns": f.time_ns,
+        "time": iso_time(f.time_ns),
+        "schema": text(f.fingerprint),
+        "flags": f.flags,
+        "type": type_name(f.tag),
+        "msg": body_to_json(msg.body),
+    }
+
+
+def problem_to_json(p: Problem, source: str) -> dict[str, Any]:
+    return {
+        "v": JSON_SHAPE_VERSION,
+        "source": source,
+        "offset": p.offset,
+        "problem": {
+            "kind": p.kind,
+            "severity": p.severity.value,
+            "detail": p.detail,
+            "skipped": p.skipped,
+            "seq": p.seq,
+        },
+    }

@@ -1,0 +1,51 @@
+"""Problems found in a stream, as values.
+
+Decoders never raise on bad input: they return a `Problem` in the place of
+what they could not read, and go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"  # a problem only under --strict
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    offset: int  # stream offset where the problem starts
+    kind: str  # a stable identifier, e.g. "crc_mismatch" (see KINDS)
+    detail: str  # one human sentence, no trailing period
+    skipped: int = 0  # bytes passed over to find the next whole envelope
+    severity: Severity = Severity.ERROR
+    seq: int | None = None  # envelope seq of the message concerned, when there is one
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        text = f"offset {self.offset}: {self.detail}"
+        if self.skipped:
+            text += f"; skipped {self.skipped} bytes to offset {self.offset + self.skipped}"
+        return text
+
+
+KINDS = {
+    "bad_magic": "the bytes where an envelope should start are not RIPP",
+    "bad_version": "an envelope of a protocol version other than 1",
+    "bad_length": "a payload length below 0 or above the maximum",
+    "crc_mismatch": "the CRC-32C does not match the header and payload",
+    "truncated": "the stream ends inside an envelope",
+    "bad_payload": "a payload that does not decode exactly as its type",
+    "bad_delta": "a Delta whose key or delta does not decode with its schema",
+    "unknown_type": "a message type tag this protocol version does not define",
+    "flags": "non-zero reserved flags",
+    "unknown_schema": "a Delta whose schema fingerprint is not known",
+    "seq_order": "an envelope sequence number not above the previous one",
+    "delta_gap": "Delta sequence_no jumped: messages lost",
+    "delta_duplicate": "Delta sequence_no at or below the last applied",
+    "delta_before_schema": "a Delta before any Handshake declared its output",
+    "negotiation_failed": "a Schema_negotiation with ok false",
+}

@@ -1,0 +1,139 @@
+"""The streaming decoder: bytes in any chunking -> messages and problems.
+
+`StreamDecoder` = `FrameDecoder` (envelopes, CRCs, resynchronization) +
+`MessageDecoder` (payloads, schemas from Handshakes).  Both are pure: the
+caller feeds bytes and gets values back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, Frame
+from ripple_cli.codec.errors import DecodeError
+from ripple_cli.codec.framing import FrameDecoder
+from ripple_cli.codec.messages import (
+    DELTA,
+    HANDSHAKE,
+    Body,
+    DeltaView,
+    Handshake,
+    UnknownPayload,
+    read_delta_msg,
+    read_payload,
+)
+from ripple_cli.codec.problems import Problem, Severity
+from ripple_cli.codec.registry import SchemaRegistry
+
+
+class DeltaMode(Enum):
+    DECODE = "decode"  # key and delta decoded into values (DeltaView)
+    VALIDATE = "validate"  # checked against the schema, kept raw (DeltaMsg)
+    RAW = "raw"  # no schema applied at all
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    frame: Frame
+    body: Body
+
+    @property
+    def offset(self) -> int:
+        return self.frame.offset
+
+
+Event = Message | Problem
+
+
+class MessageDecoder:
+    """Decodes framed envelopes.  Stateful: a Handshake's schemas serve the
+    Deltas after it."""
+
+    def __init__(self, registry: SchemaRegistry | None = None, delta_mode: DeltaMode = DeltaMode.DECODE) -> None:
+        self.registry = (registry or SchemaRegistry()).child()
+        self.delta_mode = delta_mode
+
+    def decode(self, frame: Frame, out: list[Event]) -> None:
+        if frame.flags:
+            out.append(
+                Problem(
+                    frame.offset,
+                    "flags",
+                    f"non-zero reserved flags 0x{frame.flags:02x}",
+                    severity=Severity.WARNING,
+                    seq=frame.seq,
+                )
+            )
+        try:
+            if frame.tag == DELTA:
+                body: Body = self._delta(frame, out)
+            else:
+                body = read_payload(frame.tag, frame.payload)
+        except DecodeError as e:
+            out.append(Problem(frame.offset, "bad_payload", f"payload does not decode: {e}", seq=frame.seq))
+            return
+        if isinstance(body, UnknownPayload):
+            out.append(
+                Problem(
+                    frame.offset,
+                    "unknown_type",
+                    f"unknown message type {frame.tag}, shown raw",
+                    severity=Severity.WARNING,
+                    seq=frame.seq,
+                )
+            )
+        elif frame.tag == HANDSHAKE and self.delta_mode is not DeltaMode.RAW:
+            assert isinstance(body, Handshake)
+            for _output, schema in body.output_schemas:
+                self.registry.add(schema)
+        out.append(Message(frame, body))
+
+    def _delta(self, frame: Frame, out: list[Event]) -> Body:
+        msg = read_delta_msg(frame.payload)
+        if self.delta_mode is DeltaMode.RAW:
+            return msg
+        schema = self.registry.get(frame.fingerprint)
+        if schema is None:
+            return msg
+        try:
+            if self.delta_mode is DeltaMode.VALIDATE:
+                schema.validate(msg.key, msg.delta_bytes)
+                return msg
+            key = schema.read_key(msg.key)
+            delta = schema.read_delta(msg.delta_bytes)
+        except DecodeError as e:
+            fp = frame.fingerprint.decode("utf-8", "replace")
+            detail = f"Delta does not decode with schema {fp}: {e}"
+            out.append(Problem(frame.offset, "bad_delta", detail, seq=frame.seq))
+            return msg
+        return DeltaView(msg.source_output, key, delta, msg.sequence_no, msg.watermark_ns, schema)
+
+
+class StreamDecoder:
+    """Feed bytes, get `Message`s and `Problem`s in stream order."""
+
+    def __init__(
+        self,
+        registry: SchemaRegistry | None = None,
+        delta_mode: DeltaMode = DeltaMode.DECODE,
+        max_payload: int = DEFAULT_MAX_PAYLOAD,
+        start_offset: int = 0,
+    ) -> None:
+        self.frames = FrameDecoder(max_payload, start_offset)
+        self.messages = MessageDecoder(registry, delta_mode)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        return self._decode(self.frames.feed(data))
+
+    def finish(self) -> list[Event]:
+        return self._decode(self.frames.finish())
+
+    def _decode(self, items: list[Frame | Problem]) -> list[Event]:
+        out: list[Event] = []
+        for item in items:
+            if isinstance(item, Frame):
+                self.messages.decode(item, out)
+            else:
+                out.append(item)
+        return out

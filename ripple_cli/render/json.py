@@ -1,0 +1,47 @@
+"""`json` (one array) and `jsonl` (one object per line); problems in-line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ripple_cli.cli.environment import Environment
+from ripple_cli.codec.jsonview import message_to_json, problem_to_json
+from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.stream import Message
+
+
+def dumps(obj: Any) -> bytes:
+    # allow_nan is off: NaN and infinities are already strings, so any left
+    # would be a bug, not silently invalid JSON.
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+class JsonRenderer:
+    def __init__(self, env: Environment, array: bool) -> None:
+        self.env = env
+        self.array = array
+        self._first = True
+
+    def _emit(self, obj: dict[str, Any]) -> None:
+        data = dumps(obj)
+        if self.array:
+            data = (b"[\n" if self._first else b",\n") + data
+        else:
+            data += b"\n"
+        self._first = False
+        self.env.stdout.write(data)
+
+    def message(self, source: str, msg: Message) -> None:
+        self._emit(message_to_json(msg, source))
+
+    def problem(self, source: str, problem: Problem) -> None:
+        self._emit(problem_to_json(problem, source))
+
+    def flush(self) -> None:
+        self.env.stdout.flush()
+
+    def close(self) -> None:
+        if self.array:
+            self.env.stdout.write(b"[]\n" if self._first else b"\n]\n")
+        self.flush()

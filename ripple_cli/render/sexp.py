@@ -1,0 +1,52 @@
+"""Canonical s-expression lines (`sexp`) and the indented form (`hum`)."""
+
+from __future__ import annotations
+
+from ripple_cli.cli.environment import Environment
+from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.stream import Message
+from ripple_cli.codec.text import message_to_line, message_to_sexp
+from ripple_cli.render.base import problem_text
+from ripple_cli.sexp.write import to_string_hum
+
+_FLUSH_AT = 1 << 16
+
+
+class SexpRenderer:
+    """stdout carries exactly one message per line (or per `hum` block) and
+    nothing else; problems go to stderr, in place."""
+
+    def __init__(self, env: Environment, hum: bool = False, show_offsets: bool = False) -> None:
+        self.env = env
+        self.hum = hum
+        self.show_offsets = show_offsets
+        self._out: list[bytes] = []
+        self._size = 0
+
+    def message(self, source: str, msg: Message) -> None:
+        text = to_string_hum(message_to_sexp(msg)) if self.hum else message_to_line(msg)
+        if self.show_offsets:
+            # A trailing comment: the line still reads back with `ripple encode`.
+            text += b" ; offset %d size %d" % (msg.frame.offset, msg.frame.size)
+        self._out.append(text)
+        self._out.append(b"\n")
+        self._size += len(text)
+        if self._size >= _FLUSH_AT:
+            self._write()
+
+    def problem(self, source: str, problem: Problem) -> None:
+        self._write()
+        self.env.problem_line(problem_text(source, problem))
+
+    def _write(self) -> None:
+        if self._out:
+            self.env.stdout.write(b"".join(self._out))
+            self._out.clear()
+            self._size = 0
+
+    def flush(self) -> None:
+        self._write()
+        self.env.stdout.flush()
+
+    def close(self) -> None:
+        self.flush()

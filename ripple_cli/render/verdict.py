@@ -1,0 +1,118 @@
+"""How `verify` reports: a text summary, JSON for scripts, JUnit XML for CI."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from ripple_cli.analysis.report import Report, SourceReport
+from ripple_cli.codec.problems import Problem
+from ripple_cli.render.json import dumps
+
+VERIFY_JSON_VERSION = 1
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def problem_line(report: Report, p: Problem) -> str:
+    label = "error" if report.is_problem(p) else "warning"
+    seq = f" (seq {p.seq})" if p.seq is not None else ""
+    return f"  {label}: offset {p.offset}{seq}: {p.kind}: {p.detail}" + (
+        f"; skipped {p.skipped} bytes to offset {p.offset + p.skipped}" if p.skipped else ""
+    )
+
+
+def source_summary(report: Report, src: SourceReport) -> str:
+    errors, warnings = src.counts(report.strict)
+    types = ", ".join(f"{n} {t}" for t, n in sorted(src.by_type.items()))
+    head = f"{src.name}: {_plural(src.messages, 'message')}" + (f" ({types})" if types else "")
+    head += f", {_plural(src.bytes, 'byte')}"
+    if not errors and not warnings:
+        return head + ": OK"
+    parts = [_plural(errors, "problem")] if errors else []
+    if warnings:
+        parts.append(_plural(warnings, "warning"))
+    return head + ": " + ", ".join(parts)
+
+
+def text_report(report: Report, unreadable: list[str]) -> str:
+    lines: list[str] = []
+    for src in report.sources:
+        lines.append(source_summary(report, src))
+        lines.extend(problem_line(report, p) for p in src.problems)
+        if report.dropped[src.name]:
+            lines.append(f"  ... and {report.dropped[src.name]} more problems not listed")
+    total_msgs = sum(s.messages for s in report.sources)
+    tail = f"verify: {_plural(len(report.sources), 'stream')}, {_plural(total_msgs, 'message')}, "
+    tail += _plural(report.problem_count, "problem")
+    if report.warning_count:
+        tail += f", {_plural(report.warning_count, 'warning')}"
+    if unreadable:
+        tail += f", {len(unreadable)} unreadable"
+    lines.append(tail)
+    return "\n".join(lines) + "\n"
+
+
+def _problem_json(report: Report, p: Problem) -> dict[str, Any]:
+    return {
+        "offset": p.offset,
+        "kind": p.kind,
+        "severity": "error" if report.is_problem(p) else "warning",
+        "detail": p.detail,
+        "skipped": p.skipped,
+        "seq": p.seq,
+        **({"extra": p.extra} if p.extra else {}),
+    }
+
+
+def json_report(report: Report, unreadable: list[str]) -> bytes:
+    doc = {
+        "v": VERIFY_JSON_VERSION,
+        "ok": report.problem_count == 0 and not unreadable,
+        "strict": report.strict,
+        "problems": report.problem_count,
+        "warnings": report.warning_count,
+        "streams": [
+            {
+                "source": s.name,
+                "messages": s.messages,
+                "bytes": s.bytes,
+                "by_type": dict(sorted(s.by_type.items())),
+                "problems": [_problem_json(report, p) for p in s.problems],
+                "problems_not_listed": report.dropped[s.name],
+            }
+            for s in report.sources
+        ],
+        "unreadable": unreadable,
+    }
+    return dumps(doc) + b"\n"
+
+
+def junit_report(report: Report, unreadable: list[str]) -> bytes:
+    """One test case per stream; its problems are the failure's text."""
+    cases = len(report.sources) + len(unreadable)
+    failures = sum(1 for s in report.sources if s.counts(report.strict)[0])
+    suites = ET.Element(
+        "testsuites", name="ripple verify", tests=str(cases), failures=str(failures), errors=str(len(unreadable))
+    )
+    suite = ET.SubElement(
+        suites, "testsuite", name="ripple verify", tests=str(cases), failures=str(failures), errors=str(len(unreadable))
+    )
+    for s in report.sources:
+        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=s.name)
+        errors, warnings = s.counts(report.strict)
+        body = "\n".join(problem_line(report, p).strip() for p in s.problems)
+        if errors:
+            failure = ET.SubElement(case, "failure", message=_plural(errors, "problem"), type="ripple.verify")
+            failure.text = body
+        elif warnings:
+            out = ET.SubElement(case, "system-out")
+            out.text = body
+    for name in unreadable:
+        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=name)
+        ET.SubElement(case, "error", message="unreadable input", type="ripple.unreadable")
+    ET.indent(suites)
+    data: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+    return data + b"\n"

@@ -1,0 +1,252 @@
+"""Reading s-expression text as sexplib's parser does.
+
+Our own parser rather than sexpdata: sexpdata turns atoms into Python
+strings and numbers and does not know OCaml's decimal `\\DDD` escapes, so
+byte strings would not come back exact.
+
+Supported: atoms, quoted strings with OCaml escapes (`\\n \\t \\b \\r \\\\
+\\" \\' \\DDD \\xHH`, backslash-newline continuation), `;` line comments,
+`#| |#` block comments (nested), and `#;` s-expression comments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ripple_cli.sexp.tree import Sexp
+
+
+class SexpSyntaxError(ValueError):
+    """`incomplete` is set when more text could still complete the input."""
+
+    def __init__(self, message: str, pos: int, text: bytes, incomplete: bool = False) -> None:
+        line = text.count(b"\n", 0, pos) + 1
+        col = pos - (text.rfind(b"\n", 0, pos) + 1) + 1
+        super().__init__(f"line {line}, column {col}: {message}")
+        self.message = message
+        self.pos = pos
+        self.line = line
+        self.column = col
+        self.incomplete = incomplete
+
+    def with_line(self, line: int) -> SexpSyntaxError:
+        """The same error, its line counted from the start of the whole input."""
+        self.args = (f"line {line}, column {self.column}: {self.message}",)
+        self.line = line
+        return self
+
+
+_WS = frozenset(b" \t\n\r\x0c")
+_ATOM_END = frozenset(b' \t\n\r\x0c()";')
+_SIMPLE_ESC = {
+    ord("n"): 10,
+    ord("t"): 9,
+    ord("b"): 8,
+    ord("r"): 13,
+    ord("\\"): 92,
+    ord('"'): 34,
+    ord("'"): 39,
+    ord(" "): 32,
+}
+
+
+class _Reader:
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+        self.pos = 0
+
+    def error(self, message: str, pos: int | None = None, incomplete: bool = False) -> SexpSyntaxError:
+        return SexpSyntaxError(message, self.pos if pos is None else pos, self.text, incomplete)
+
+    def skip_space(self) -> None:
+        text = self.text
+        n = len(text)
+        while self.pos < n:
+            c = text[self.pos]
+            if c in _WS:
+                self.pos += 1
+            elif c == 0x3B:  # ;
+                nl = text.find(b"\n", self.pos)
+                self.pos = n if nl < 0 else nl + 1
+            elif text.startswith(b"#|", self.pos):
+                self.skip_block_comment()
+            elif text.startswith(b"#;", self.pos):
+                self.pos += 2
+                self.skip_space()
+                self.read()  # the commented-out s-expression
+            else:
+                return
+
+    def skip_block_comment(self) -> None:
+        start = self.pos
+        depth = 0
+        text = self.text
+        while self.pos < len(text):
+            if text.startswith(b"#|", self.pos):
+                depth += 1
+                self.pos += 2
+            elif text.startswith(b"|#", self.pos):
+                depth -= 1
+                self.pos += 2
+                if depth == 0:
+                    return
+            elif text[self.pos] == 0x22:  # strings inside comments are skipped whole
+                self.read_quoted()
+            else:
+                self.pos += 1
+        raise self.error("unterminated block comment", start, incomplete=True)
+
+    def read(self) -> Sexp:
+        self.skip_space()
+        text = self.text
+        if self.pos >= len(text):
+            raise self.error("unexpected end of input", incomplete=True)
+        c = text[self.pos]
+        if c == 0x28:  # (
+            return self.read_list()
+        if c == 0x29:
+            raise self.error("unexpected ')'")
+        if c == 0x22:
+            return self.read_quoted()
+        return self.read_atom()
+
+    def read_list(self) -> list[Sexp]:
+        start = self.pos
+        self.pos += 1
+        items: list[Sexp] = []
+        # An explicit stack would avoid Python recursion, but depth is bounded
+        # by the caller's limit (see parse_many) and messages are shallow.
+        while True:
+            self.skip_space()
+            if self.pos >= len(self.text):
+                raise self.error("unclosed '('", start, incomplete=True)
+            if self.text[self.pos] == 0x29:
+                self.pos += 1
+                return items
+            items.append(self.read())
+
+    def read_atom(self) -> bytes:
+        text = self.text
+        start = self.pos
+        n = len(text)
+        i = start
+        while i < n and text[i] not in _ATOM_END:
+            if text[i] == 0x7C and i + 1 < n and text[i + 1] == 0x23:  # |#
+                raise self.error("unexpected '|#'", i)
+            if text[i] == 0x23 and i + 1 < n and text[i + 1] in b"|;" and i > start:
+                break
+            i += 1
+        self.pos = i
+        return bytes(text[start:i])
+
+    def read_quoted(self) -> bytes:
+        text = self.text
+        start = self.pos
+        i = start + 1
+        n = len(text)
+        out = bytearray()
+        while True:
+            j = i
+            while j < n and text[j] != 0x22 and text[j] != 0x5C:
+                j += 1
+            out += text[i:j]
+            if j >= n:
+                raise self.error("unterminated string", start, incomplete=True)
+            if text[j] == 0x22:
+                self.pos = j + 1
+                return bytes(out)
+            # backslash escape
+            if j + 1 >= n:
+                raise self.error("unterminated string", start, incomplete=True)
+            e = text[j + 1]
+            if e in _SIMPLE_ESC:
+                out.append(_SIMPLE_ESC[e])
+                i = j + 2
+            elif 0x30 <= e <= 0x39:
+                digits = text[j + 1 : j + 4]
+                if len(digits) != 3 or not digits.isdigit():
+                    raise self.error("bad escape: \\DDD needs three decimal digits", j)
+                v = int(digits)
+                if v > 255:
+                    raise self.error(f"bad escape: \\{digits.decode()} is above 255", j)
+                out.append(v)
+                i = j + 4
+            elif e == 0x78:  # \xHH
+                hx = text[j + 2 : j + 4]
+                try:
+                    out.append(int(hx, 16))
+                except ValueError:
+                    raise self.error("bad escape: \\x needs two hex digits", j) from None
+                i = j + 4
+            elif e == 0x0A or (e == 0x0D and text[j + 2 : j + 3] == b"\n"):
+                # Line continuation: skip the newline and the next line's blanks.
+                i = j + (3 if e == 0x0D else 2)
+                while i < n and text[i] in b" \t":
+                    i += 1
+            else:
+                # sexplib keeps an unknown escape as written.
+                out.append(0x5C)
+                out.append(e)
+                i = j + 2
+
+
+def iter_sexps(text: bytes) -> Iterator[tuple[int, Sexp]]:
+    """Every top-level s-expression with its starting offset."""
+    r = _Reader(text)
+    while True:
+        r.skip_space()
+        if r.pos >= len(text):
+            return
+        start = r.pos
+        yield start, r.read()
+
+
+class SexpStream:
+    """Top-level s-expressions from text that arrives in chunks, each with
+    the line it starts on.  Holds only the unfinished tail."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._line = 1  # line number of _buf's first byte
+
+    def feed(self, data: bytes) -> list[tuple[int, Sexp]]:
+        self._buf += data
+        return self._take(final=False)
+
+    def finish(self) -> list[tuple[int, Sexp]]:
+        return self._take(final=True)
+
+    def _take(self, final: bool) -> list[tuple[int, Sexp]]:
+        r = _Reader(self._buf)
+        out: list[tuple[int, Sexp]] = []
+        done = 0
+        try:
+            while True:
+                r.skip_space()
+                if r.pos >= len(self._buf):
+                    done = r.pos
+                    break
+                start = r.pos
+                value = r.read()
+                if isinstance(value, bytes) and r.pos >= len(self._buf) and not final:
+                    break  # an atom cut by the chunk boundary: wait for the rest
+                out.append((self._line + self._buf.count(b"\n", 0, start), value))
+                done = r.pos
+        except SexpSyntaxError as e:
+            if not (e.incomplete and not final):
+                e_line = self._line + self._buf.count(b"\n", 0, e.pos)
+                raise SexpSyntaxError(e.message, e.pos, self._buf).with_line(e_line) from None
+        self._line += self._buf.count(b"\n", 0, done)
+        self._buf = self._buf[done:]
+        return out
+
+
+def parse_many(text: bytes) -> list[Sexp]:
+    return [s for _, s in iter_sexps(text)]
+
+
+def parse_one(text: bytes) -> Sexp:
+    items = parse_many(text)
+    if len(items) != 1:
+        raise SexpSyntaxError(f"expected one s-expression, found {len(items)}", 0, text)
+    return items[0]

@@ -1,0 +1,68 @@
+"""Files and stdin as streams of byte chunks, with errors that name the file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from ripple_cli.errors import InputUnreadable
+
+CHUNK_SIZE = 1 << 20
+
+
+def display_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def read_chunks(path: str, stdin: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+    """The file's bytes in chunks; `-` is stdin, read as data arrives so that
+    a pipe gives a live view."""
+    name = display_name(path)
+    if path == "-":
+        yield from _read_stream(stdin, name, chunk_size, live=True)
+        return
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, after the generator ends
+    except FileNotFoundError:
+        raise InputUnreadable(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputUnreadable(f"{name}: is a directory") from None
+    except PermissionError:
+        raise InputUnreadable(f"{name}: permission denied") from None
+    except OSError as e:
+        raise InputUnreadable(f"{name}: cannot open: {e.strerror or e}") from None
+    with f:
+        yield from _read_stream(f, name, chunk_size, live=False)
+
+
+def _read_stream(f: BinaryIO, name: str, chunk_size: int, live: bool) -> Iterator[bytes]:
+    # read1 returns what is there (at most chunk_size) instead of waiting to
+    # fill the whole chunk: a pipe's messages show as soon as they arrive.
+    reader = getattr(f, "read1", None) if live else None
+    offset = 0
+    while True:
+        try:
+            data = reader(chunk_size) if reader else f.read(chunk_size)
+        except OSError as e:
+            raise InputUnreadable(f"{name}: read error at offset {offset}: {e.strerror or e}") from None
+        if not data:
+            return
+        offset += len(data)
+        yield data
+
+
+def read_all(path: str, stdin: BinaryIO, limit: int) -> bytes:
+    """A small input whole (schema files, text to encode); refuses more than `limit`."""
+    out = bytearray()
+    for chunk in read_chunks(path, stdin):
+        out += chunk
+        if len(out) > limit:
+            raise InputUnreadable(f"{display_name(path)}: larger than {limit} bytes")
+    return bytes(out)
+
+
+def check_output_path(path: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise InputUnreadable(f"{path}: directory {parent} does not exist")

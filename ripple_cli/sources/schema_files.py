@@ -1,0 +1,54 @@
+"""Schema files: one `Schema.t` s-expression per file (reference section 4)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from ripple_cli.codec.registry import SchemaRegistry
+from ripple_cli.codec.schema import Schema, SexpShapeError, schema_of_sexp
+from ripple_cli.errors import InputUnreadable
+from ripple_cli.sexp import SexpSyntaxError, parse_one
+
+SCHEMA_SUFFIX = ".sexp"
+MAX_SCHEMA_FILE = 16 << 20
+
+
+def load_schema_file(path: str) -> Schema:
+    try:
+        with open(path, "rb") as f:
+            text = f.read(MAX_SCHEMA_FILE + 1)
+    except OSError as e:
+        raise InputUnreadable(f"{path}: cannot read schema file: {e.strerror or e}") from None
+    if len(text) > MAX_SCHEMA_FILE:
+        raise InputUnreadable(f"{path}: schema file larger than {MAX_SCHEMA_FILE} bytes")
+    try:
+        return schema_of_sexp(parse_one(text))
+    except SexpSyntaxError as e:
+        raise InputUnreadable(f"{path}: not a schema: {e}") from None
+    except SexpShapeError as e:
+        raise InputUnreadable(f"{path}: not a schema: {e}") from None
+
+
+def schema_paths(locations: Iterable[str]) -> list[str]:
+    """Every `*.sexp` in the given directories (sorted), and files named directly."""
+    paths: list[str] = []
+    for loc in locations:
+        if not loc:
+            continue
+        if os.path.isdir(loc):
+            for root, dirs, files in os.walk(loc):
+                dirs.sort()
+                paths.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(SCHEMA_SUFFIX))
+        elif os.path.isfile(loc):
+            paths.append(loc)
+        else:
+            raise InputUnreadable(f"{loc}: no such schema directory or file")
+    return paths
+
+
+def load_registry(locations: Iterable[str]) -> SchemaRegistry:
+    registry = SchemaRegistry()
+    for path in schema_paths(locations):
+        registry.add(load_schema_file(path))
+    return registry
