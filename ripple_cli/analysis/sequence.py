@@ -58,8 +58,15 @@ class SequenceChecker:
     def _delta_seq(self, offset: int, seq: int, output: bytes, n: int) -> list[Problem]:
         worker = self.worker or UNKNOWN_WORKER
         key = (worker, output)
-        who = f"({text(worker)}, {text(output)})"
         last = self.last_applied.get(key)
+        if last is None or n != last + 1:
+            return self._delta_problem(offset, seq, key, last, n)
+        self.last_applied[key] = n
+        return []
+
+    def _delta_problem(self, offset: int, seq: int, key: tuple[bytes, bytes], last: int | None, n: int) -> list[Problem]:
+        worker, output = key
+        who = f"({text(worker)}, {text(output)})"
         if last is None:
             self.last_applied[key] = n
             if self.handshake_seen and n != 1:

@@ -23,7 +23,7 @@ class Environment:
     stdout_isatty: bool = field(default_factory=lambda: sys.stdout.isatty())
     stderr_isatty: bool = field(default_factory=lambda: sys.stderr.isatty())
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    width: int = field(default_factory=lambda: shutil.get_terminal_size((100, 24)).columns)
+    width: int = field(default_factory=lambda: shutil.get_terminal_size((120, 24)).columns)
 
     @property
     def color(self) -> bool:

@@ -9,17 +9,17 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 import click
 
 from ripple_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, RippleError
 
 
-def _stderr_line(text: str) -> None:
+def _stderr_line(stderr: TextIO, text: str) -> None:
     try:
-        sys.stderr.write(text.rstrip("\n") + "\n")
-        sys.stderr.flush()
+        stderr.write(text.rstrip("\n") + "\n")
+        stderr.flush()
     except (BrokenPipeError, OSError):
         pass
 
@@ -35,29 +35,30 @@ def _quiet_broken_pipe() -> NoReturn:
     sys.exit(EXIT_BROKEN_PIPE)
 
 
-def run_guarded(main: Callable[[], int | None], prog: str = "ripple") -> NoReturn:
+def run_guarded(main: Callable[[], int | None], stderr: TextIO | None = None, prog: str = "ripple") -> NoReturn:
+    err = stderr or sys.stderr
     try:
         code = main()
     except click.exceptions.Exit as e:
         code = e.exit_code
     except click.ClickException as e:
-        e.show()
+        e.show(file=err)
         code = e.exit_code
     except click.exceptions.Abort:
-        _stderr_line("")
+        _stderr_line(err, "")
         code = EXIT_INTERRUPTED
     except RippleError as e:
-        _stderr_line(f"{prog}: {e.message}")
+        _stderr_line(err, f"{prog}: {e.message}")
         code = e.exit_code
     except BrokenPipeError:
         _quiet_broken_pipe()
     except KeyboardInterrupt:
-        _stderr_line("")
+        _stderr_line(err, "")
         code = EXIT_INTERRUPTED
     except Exception as e:
         if os.environ.get("RIPPLE_DEBUG"):
             raise
-        _stderr_line(f"{prog}: internal error: {type(e).__name__}: {e} (set RIPPLE_DEBUG=1 for a traceback)")
+        _stderr_line(err, f"{prog}: internal error: {type(e).__name__}: {e} (set RIPPLE_DEBUG=1 for a traceback)")
         code = EXIT_INTERNAL
     try:
         sys.stdout.flush()

@@ -62,4 +62,4 @@ def main(args: list[str] | None = None, env: Environment | None = None) -> Any:
         rv = cli.main(args=args, prog_name="ripple", standalone_mode=False, obj=env)
         return rv if isinstance(rv, int) else 0
 
-    run_guarded(invoke)
+    run_guarded(invoke, stderr=env.stderr if env else None)

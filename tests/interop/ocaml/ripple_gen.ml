@@ -246,7 +246,54 @@ module Adv = struct
   let option g r = if Rng.int r 10 < 3 then None else Some (g r)
 
   (* A random [Schema.t] for mid-stream Handshakes: it is only printed, never
-     used by a Delta, so its fingerprint must not be one the stream uses. *)
+     used by a Delta, so its fingerprint must not be one the stream uses.  Its
+     shape is one an OCaml type could have, as a worker's schemas always do:
+     field names are distinct OCaml field names starting with a lowercase
+     letter (so their Patch constructors are distinct too), enum names are
+     distinct constructors, records and enums are not empty.  The free-form
+     strings (schema name, defaults, output names) stay adversarial. *)
+  let keywords =
+    [ "and"; "as"; "assert"; "begin"; "class"; "constraint"; "do"; "done"; "downto"; "else"; "end"
+    ; "exception"; "external"; "false"; "for"; "fun"; "function"; "functor"; "if"; "in"; "include"
+    ; "inherit"; "initializer"; "lazy"; "let"; "match"; "method"; "module"; "mutable"; "new"
+    ; "nonrec"; "object"; "of"; "open"; "or"; "private"; "rec"; "sig"; "struct"; "then"; "to"
+    ; "true"; "try"; "type"; "val"; "virtual"; "when"; "while"; "with"; "land"; "lor"; "lxor"
+    ; "lsl"; "lsr"; "asr"; "mod"
+    ]
+
+  let ident_rest = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789___'"
+
+  let ident r ~first =
+    let n = if Rng.int r 20 = 0 then Rng.range r 13 40 else Rng.range r 0 12 in
+    let rest = string_of r n (fun r -> ident_rest.[Rng.int r (String.length ident_rest)]) in
+    String.make 1 first ^ rest
+
+  (* [n] distinct names from [make] *)
+  let distinct r n make =
+    let rec go acc k =
+      if k = 0
+      then List.rev acc
+      else (
+        let x = make r in
+        if List.mem x acc then go acc k else go (x :: acc) (k - 1))
+    in
+    go [] n
+
+  let field_name r =
+    let rec go () =
+      let s = ident r ~first:(Char.chr (Rng.range r 97 122)) in
+      if List.mem s keywords then go () else s
+    in
+    go ()
+
+  let ctor_name r = ident r ~first:(Char.chr (Rng.range r 65 90))
+
+  let default r =
+    match Rng.int r 4 with
+    | 0 | 1 -> None
+    | 2 -> Some (Rng.pick r [| "()"; "0"; "false"; "(())"; "\"a b\""; "((px 0)(size 0))" |])
+    | _ -> Some (string r)
+
   let rec field_type r d : Schema.field_type =
     match Rng.int r (if d >= 2 then 6 else 10) with
     | 0 -> Int
@@ -257,20 +304,22 @@ module Adv = struct
     | 5 -> String
     | 6 -> Option (field_type r (d + 1))
     | 7 -> List (field_type r (d + 1))
-    | 8 -> Record (list_init (Rng.int r 4) (fun () -> schema_field r (d + 1)))
-    | _ -> Enum (list_init (Rng.int r 4) (fun () -> string r))
+    | 8 -> Record (fields r (d + 1) (Rng.range r 1 3))
+    | _ -> Enum (distinct r (Rng.range r 1 4) ctor_name)
 
-  and schema_field r d : Schema.field =
-    let name = string r in
-    let typ = field_type r d in
-    let default = option string r in
-    { name; typ; default }
+  and fields r d n : Schema.field list =
+    List.map
+      (fun name ->
+        let typ = field_type r d in
+        let default = default r in
+        ({ name; typ; default } : Schema.field))
+      (distinct r n field_name)
 
   let rec schema r : Schema.t =
     let name = string r in
     let version = int r in
     let key = field_type r 1 in
-    let fields = list_init (Rng.int r 5) (fun () -> schema_field r 1) in
+    let fields = fields r 1 (Rng.range r 1 5) in
     let s : Schema.t = { name; version; key; fields } in
     if List.exists (fun (e : G.entry) -> e.fingerprint = Schema.fingerprint s) G.all
     then schema r

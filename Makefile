@@ -1,0 +1,42 @@
+# The two commands a fresh machine needs:
+#   make demo   creates the environment and decodes the bundled example stream
+#   make test   installs everything the tests need (Debian packages too) and runs them all
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint unit interop bench system-deps clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@echo '$$ ripple decode --format table -c 12 examples/demo.ripple'
+	@$(BIN)/ripple decode --format table -c 12 examples/demo.ripple
+	@echo
+	@echo '$$ ripple decode -c 3 examples/demo.ripple'
+	@$(BIN)/ripple decode -c 3 examples/demo.ripple
+	@echo
+	@echo '$$ ripple verify --schemas examples/more-schemas examples/demo.ripple'
+	@$(BIN)/ripple verify --schemas examples/more-schemas examples/demo.ripple
+
+system-deps:
+	./scripts/system-deps.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: $(STAMP) system-deps lint
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP) system-deps
+	$(BIN)/python bench/bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests need: OCaml with bin_prot and
+# sexplib (the real workers' serializers, for interop tests) and tcpdump.
+# Idempotent: does nothing when everything is already there.
+set -euo pipefail
+
+packages=(
+  ocaml-nox ocaml-findlib libbin-prot-ocaml-dev libppx-bin-prot-ocaml-dev
+  libppx-sexp-conv-ocaml-dev libsexplib-ocaml-dev libfieldslib-ocaml-dev
+  libvariantslib-ocaml-dev libppx-deriving-ocaml-dev
+  tcpdump groff-base
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "system-deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "system-deps: need root (or sudo) to install: ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

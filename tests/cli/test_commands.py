@@ -1,0 +1,254 @@
+"""Command behaviour: exit codes, errors, filters, terminal vs pipe, stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, ROOT, run_cli
+
+DEMO = EXAMPLES / "demo.ripple"
+SCHEMAS = str(EXAMPLES / "schemas")
+
+
+def ripple(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The real program, in a real process (for pipes and signals)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ripple_cli", *args],
+        input=stdin,
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def test_missing_file_is_exit_3_one_line() -> None:
+    r = run_cli(["decode", "/nonexistent/x.ripple"])
+    assert r.code == 3
+    assert r.stderr == "ripple: /nonexistent/x.ripple: no such file\n"
+
+
+def test_directory_is_exit_3(tmp_path: Path) -> None:
+    r = run_cli(["verify", str(tmp_path)])
+    assert r.code == 3
+    assert f"ripple: {tmp_path}: is a directory\n" in r.stderr
+
+
+def test_bad_option_is_exit_2() -> None:
+    r = run_cli(["decode", "--format", "xml", str(DEMO)])
+    assert r.code == 2
+    assert "Invalid value for '--format'" in r.stderr
+
+
+def test_pipe_default_is_sexp_and_terminal_default_is_table() -> None:
+    piped = run_cli(["decode", "-c", "1", str(DEMO)])
+    assert piped.stdout.startswith(b"((seq 1)(time_ns 1718900000000000000)(schema ripple.handshake/v1)")
+    term = run_cli(["decode", "-c", "1", str(DEMO)], tty=True)
+    assert term.text.splitlines()[0].split() == ["offset", "seq", "time", "(UTC)", "type", "schema", "output", "key",
+                                                 "summary"]
+
+
+def test_no_color_is_honoured() -> None:
+    colored = run_cli(["decode", "-c", "3", str(DEMO)], tty=True, environ={})
+    plain = run_cli(["decode", "-c", "3", str(DEMO)], tty=True, environ={"NO_COLOR": "1"})
+    assert b"\x1b[" in colored.stdout
+    assert b"\x1b[" not in plain.stdout
+
+
+def test_stdin_dash() -> None:
+    r = run_cli(["decode", "-"], stdin=DEMO.read_bytes())
+    assert r.code == 0
+    assert r.stdout == (EXAMPLES / "demo.sexp").read_bytes()
+
+
+def test_count_and_type_and_output_and_key_filters() -> None:
+    r = run_cli(["decode", "--type", "Heartbeat", str(DEMO)])
+    lines = r.text.splitlines()
+    assert len(lines) == 4 and all("(msg(Heartbeat(" in x for x in lines)
+    r = run_cli(["decode", "--output", "vwap", "-c", "5", str(DEMO)])
+    assert len(r.text.splitlines()) == 5
+    assert all("(source_output vwap)" in x for x in r.text.splitlines())
+    first = r.text.splitlines()[0]
+    key = first.split("(key ")[1].split(")")[0]
+    by_key = run_cli(["decode", "--key", key, "--output", "vwap", str(DEMO)])
+    assert by_key.text.splitlines() and all(f"(key {key})" in x for x in by_key.text.splitlines())
+
+
+def test_show_offsets_reads_back_with_encode(tmp_path: Path) -> None:
+    r = run_cli(["decode", "--show-offsets", str(DEMO)])
+    assert r.text.splitlines()[1].endswith(" ; offset 699 size 65")
+    text = tmp_path / "with-offsets.sexp"
+    text.write_bytes(r.stdout)
+    out = tmp_path / "out.ripple"
+    assert run_cli(["encode", str(text), "-o", str(out)]).code == 0
+    assert out.read_bytes() == DEMO.read_bytes()
+
+
+def test_raw_applies_no_schema() -> None:
+    r = run_cli(["decode", "--raw", "--output", "vwap", "-c", "1", str(DEMO)])
+    assert "(delta_bytes" in r.text and "(delta(" not in r.text
+
+
+def test_encode_is_the_inverse_of_decode(tmp_path: Path) -> None:
+    out = tmp_path / "again.ripple"
+    r = run_cli(["encode", str(EXAMPLES / "demo.sexp"), "-o", str(out)])
+    assert r.code == 0, r.stderr
+    assert out.read_bytes() == DEMO.read_bytes()
+
+
+def test_encode_hum_form(tmp_path: Path) -> None:
+    hum = run_cli(["decode", "--format", "hum", str(DEMO)])
+    src = tmp_path / "demo.hum"
+    src.write_bytes(hum.stdout)
+    out = tmp_path / "again.ripple"
+    assert run_cli(["encode", str(src), "-o", str(out)]).code == 0
+    assert out.read_bytes() == DEMO.read_bytes()
+
+
+def test_encode_error_names_line_and_field_and_leaves_no_file(tmp_path: Path) -> None:
+    lines = (EXAMPLES / "demo.sexp").read_bytes().splitlines(keepends=True)
+    bad_line = next(i for i, x in enumerate(lines) if b"(source_output vwap)" in x and b"(Patch(" in x)
+    lines[bad_line] = lines[bad_line].replace(b"(Patch((Price", b"(Patch((Prize", 1)
+    src = tmp_path / "bad.sexp"
+    src.write_bytes(b"".join(lines))
+    out = tmp_path / "out.ripple"
+    r = run_cli(["encode", str(src), "-o", str(out)])
+    assert r.code == 1
+    assert r.stderr == (
+        f"ripple: {src}: line {bad_line + 1}: msg.Delta.delta.Patch[0]: "
+        "Prize is not a field of vwap/v2 (Price Volume Venue)\n"
+    )
+    assert not out.exists()
+    assert not list(tmp_path.glob(".ripple-*"))
+
+
+def test_encode_refuses_a_terminal() -> None:
+    r = run_cli(["encode", str(EXAMPLES / "demo.sexp")], tty=True)
+    assert r.code == 2
+    assert "refusing to write binary envelopes to a terminal" in r.stderr
+
+
+def test_encode_renumber(tmp_path: Path) -> None:
+    out = tmp_path / "renumbered.ripple"
+    text = b"".join(
+        line.replace(b"((seq ", b"((seq 10", 1) for line in (EXAMPLES / "demo.sexp").read_bytes().splitlines(True)[:5]
+    )
+    src = tmp_path / "in.sexp"
+    src.write_bytes(text)
+    assert run_cli(["encode", "--renumber", str(src), "-o", str(out)]).code == 0
+    seqs = [line.split(b")")[0] for line in run_cli(["decode", str(out)]).stdout.splitlines()]
+    assert seqs == [b"((seq 1", b"((seq 2", b"((seq 3", b"((seq 4", b"((seq 5"]
+
+
+def test_verify_json_is_machine_readable(tmp_path: Path) -> None:
+    r = run_cli(["verify", "--format", "json", "--schemas", SCHEMAS, str(DEMO)])
+    doc = json.loads(r.stdout)
+    assert doc["v"] == 1 and doc["streams"][0]["messages"] == 300
+    assert doc["ok"] is (r.code == 0)
+
+
+def test_verify_strict_turns_warnings_into_problems(tmp_path: Path) -> None:
+    # An envelope with flags 1 and one of an unknown type 9.
+    text = (
+        b"((seq 1)(time_ns 5)(schema ripple.heartbeat/v1)(flags 1)"
+        b"(msg(Heartbeat((worker_id w1)(timestamp_ns 5)(load 0.5)))))\n"
+        b"((seq 2)(time_ns 6)(schema x/v1)(msg(Unknown((tag 9)(payload\"\\001\\002\")))))\n"
+    )
+    src = tmp_path / "w.sexp"
+    src.write_bytes(text)
+    stream = tmp_path / "w.ripple"
+    assert run_cli(["encode", str(src), "-o", str(stream)]).code == 0
+    assert run_cli(["decode", str(stream)]).stdout == text
+    lax = run_cli(["verify", str(stream)])
+    assert lax.code == 0 and "2 warnings" in lax.text
+    strict = run_cli(["verify", "--strict", str(stream)])
+    assert strict.code == 1 and "2 problems" in strict.text
+
+
+def test_head_exits_quietly() -> None:
+    big = DEMO.read_bytes() * 50
+    proc = subprocess.Popen(
+        f"{sys.executable} -m ripple_cli decode - | head -n 2",
+        shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    out, err = proc.communicate(big, timeout=120)
+    assert proc.returncode == 0
+    assert len(out.splitlines()) == 2
+    assert err == b""
+
+
+def test_real_process_exit_codes_and_no_traceback(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(os.urandom(5000))
+    r = ripple("verify", str(garbage))
+    assert r.returncode == 1
+    assert b"Traceback" not in r.stderr
+    assert ripple("verify", str(tmp_path / "nope")).returncode == 3
+    assert ripple("decode", "--bogus").returncode == 2
+
+
+def test_schema_show_check_extract(tmp_path: Path) -> None:
+    r = run_cli(["schema", "show", "--format", "sexp", str(EXAMPLES / "schemas" / "vwap_v2.sexp")])
+    assert r.stdout == (
+        b"((name vwap)(version 2)(key String)(fields(((name price)(typ Float)(default()))"
+        b"((name volume)(typ Int)(default()))((name venue)(typ(Option String))(default(\"()\"))))))\n"
+    )
+    out = tmp_path / "extracted"
+    r = run_cli(["schema", "extract", str(DEMO), "-o", str(out)])
+    assert r.code == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (EXAMPLES / "schemas").iterdir())
+    for p in out.iterdir():
+        assert p.read_bytes() == (EXAMPLES / "schemas" / p.name).read_bytes()
+    ok = run_cli(["schema", "check", "--reader", str(out / "vwap_v2.sexp"), "--writer", str(out / "vwap_v2.sexp")])
+    assert ok.code == 0 and ok.text.startswith("compatible")
+
+
+def test_schema_check_incompatible(tmp_path: Path) -> None:
+    reader = tmp_path / "r.sexp"
+    writer = tmp_path / "w.sexp"
+    reader.write_text(
+        "((name vwap)(version 3)(key String)(fields(((name price)(typ Float)(default()))"
+        "((name volume)(typ Int32)(default()))((name mid)(typ Float)(default())))))"
+    )
+    writer.write_text(
+        "((name vwap)(version 2)(key String)(fields(((name price)(typ Float)(default()))"
+        "((name volume)(typ Int)(default())))))"
+    )
+    r = run_cli(["schema", "check", "--reader", str(reader), "--writer", str(writer)])
+    assert r.code == 1
+    assert r.text == (
+        "incompatible: reader vwap/v3 cannot read writer vwap/v2\n"
+        "  field volume: type mismatch (reader Int32, writer Int)\n"
+        "  missing field mid\n"
+    )
+
+
+def test_schema_extract_never_writes_outside_dir(tmp_path: Path) -> None:
+    line = (
+        b"((seq 1)(time_ns 1)(schema ripple.handshake/v1)(msg(Handshake((source_worker_id w)"
+        b"(output_schemas((evil((name ../../escape)(version 1)(key String)(fields())))))(protocol_version 1)))))\n"
+    )
+    src = tmp_path / "evil.sexp"
+    src.write_bytes(line)
+    stream = tmp_path / "evil.ripple"
+    assert run_cli(["encode", str(src), "-o", str(stream)]).code == 0
+    out = tmp_path / "a" / "b"
+    r = run_cli(["schema", "extract", str(stream), "-o", str(out)])
+    assert r.code == 0
+    # "/" cannot survive in a name, nor a leading dot.
+    assert [p.name for p in out.iterdir()] == ["_._.._escape_v1.sexp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "evil.ripple", "evil.sexp"]
+
+
+def test_help_is_fast_and_lazy() -> None:
+    code = (
+        "import sys, ripple_cli.cli.main as m; "
+        "assert 'ripple_cli.cli.commands.decode' not in sys.modules; assert 'rich' not in sys.modules; print('ok')"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT)
+    assert r.stdout == b"ok\n", r.stderr
+    assert ripple("--help").returncode == 0
