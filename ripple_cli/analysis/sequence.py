@@ -64,7 +64,9 @@ class SequenceChecker:
         self.last_applied[key] = n
         return []
 
-    def _delta_problem(self, offset: int, seq: int, key: tuple[bytes, bytes], last: int | None, n: int) -> list[Problem]:
+    def _delta_problem(
+        self, offset: int, seq: int, key: tuple[bytes, bytes], last: int | None, n: int
+    ) -> list[Problem]:
         worker, output = key
         who = f"({text(worker)}, {text(output)})"
         if last is None:

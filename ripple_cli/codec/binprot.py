@@ -80,7 +80,10 @@ def read_int_any(buf: bytes, pos: int) -> tuple[int, int]:
         return code, pos + 1
     if code == CODE_NEG_INT8:
         _need(buf, pos + 1, 1)
-        return _i8.unpack_from(buf, pos + 1)[0], pos + 2
+        n = _i8.unpack_from(buf, pos + 1)[0]
+        if n >= 0:  # bin_prot's Neg_int8: the one-byte code is for negatives only
+            raise DecodeError(f"bad negative int8 {n}", pos)
+        return n, pos + 2
     if code == CODE_INT16:
         _need(buf, pos + 1, 2)
         return _i16.unpack_from(buf, pos + 1)[0], pos + 3
@@ -107,7 +110,18 @@ def _ranged_reader(kind: str):  # type: ignore[no-untyped-def]
 
 
 read_int = _ranged_reader("int")
-read_int32 = _ranged_reader("int32")
+_read_int32_ranged = _ranged_reader("int32")
+
+
+def read_int32(buf: bytes, pos: int) -> tuple[int, int]:
+    """bin_prot's int32 reader has no 8-byte code (Int32_code on 0xfc)."""
+    if pos < len(buf) and buf[pos] == CODE_INT64:
+        raise DecodeError("bad int32 code 0xfc", pos)
+    n: int
+    n, end = _read_int32_ranged(buf, pos)
+    return n, end
+
+
 read_int64 = read_int_any  # every 8-byte value is a valid int64
 
 

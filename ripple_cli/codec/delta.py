@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from ripple_cli.codec import binprot as bp
-from ripple_cli.codec.errors import DecodeError, EncodeError
+from ripple_cli.codec.errors import DecodeError
 from ripple_cli.codec.schema import RecordOf, Schema, SexpShapeError, expect_list, text, variant
 from ripple_cli.codec.values import TypeCodec, compile_type, read_ctor, write_ctor
 from ripple_cli.sexp.tree import Sexp
@@ -54,9 +54,11 @@ class CompiledSchema:
         self.fields: tuple[TypeCodec, ...] = tuple(compile_type(f.typ) for f in schema.fields)
         self.field_names = tuple(text(f.name) for f in schema.fields)
         self.ctor_names = tuple(ctor_name(f.name) for f in schema.fields)
-        self._ctor_index = {text(c): i for i, c in enumerate(self.ctor_names)}
-        if len(self._ctor_index) != len(self.ctor_names):
-            raise EncodeError(f"schema {text(self.fingerprint)}: two fields share a constructor name")
+        # Two fields whose names capitalize alike could not be an OCaml type;
+        # bytes still decode by index, and text reads back the first of them.
+        self._ctor_index: dict[str, int] = {}
+        for i, c in enumerate(self.ctor_names):
+            self._ctor_index.setdefault(text(c), i)
         self._nfields = len(schema.fields)
 
     # ------------------------------------------------------------ bytes

@@ -46,14 +46,16 @@ _SIMPLE_ESC = {
     ord("\\"): 92,
     ord('"'): 34,
     ord("'"): 39,
-    ord(" "): 32,
 }
 
 
 class _Reader:
-    def __init__(self, text: bytes) -> None:
+    def __init__(self, text: bytes, final: bool = True) -> None:
         self.text = text
         self.pos = 0
+        # False when more text may follow (SexpStream): a comment that runs
+        # to the end of the text may then still go on.
+        self.final = final
 
     def error(self, message: str, pos: int | None = None, incomplete: bool = False) -> SexpSyntaxError:
         return SexpSyntaxError(message, self.pos if pos is None else pos, self.text, incomplete)
@@ -67,13 +69,17 @@ class _Reader:
                 self.pos += 1
             elif c == 0x3B:  # ;
                 nl = text.find(b"\n", self.pos)
+                if nl < 0 and not self.final:
+                    raise self.error("unterminated line comment", incomplete=True)
                 self.pos = n if nl < 0 else nl + 1
             elif text.startswith(b"#|", self.pos):
                 self.skip_block_comment()
             elif text.startswith(b"#;", self.pos):
                 self.pos += 2
                 self.skip_space()
-                self.read()  # the commented-out s-expression
+                commented = self.read()  # the commented-out s-expression
+                if isinstance(commented, bytes) and self.pos >= n and not self.final:
+                    raise self.error("an atom cut by the end of the text", incomplete=True)
             else:
                 return
 
@@ -133,8 +139,8 @@ class _Reader:
         while i < n and text[i] not in _ATOM_END:
             if text[i] == 0x7C and i + 1 < n and text[i + 1] == 0x23:  # |#
                 raise self.error("unexpected '|#'", i)
-            if text[i] == 0x23 and i + 1 < n and text[i + 1] in b"|;" and i > start:
-                break
+            if text[i] == 0x23 and i + 1 < n and text[i + 1] == 0x7C and i > start:  # #| inside an atom
+                raise self.error("unexpected '#|' inside an atom", i)
             i += 1
         self.pos = i
         return bytes(text[start:i])
@@ -164,6 +170,8 @@ class _Reader:
                 i = j + 2
             elif 0x30 <= e <= 0x39:
                 digits = text[j + 1 : j + 4]
+                if j + 4 > n and digits.isdigit():  # cut by the end of this chunk
+                    raise self.error("unterminated string", start, incomplete=True)
                 if len(digits) != 3 or not digits.isdigit():
                     raise self.error("bad escape: \\DDD needs three decimal digits", j)
                 v = int(digits)
@@ -173,11 +181,15 @@ class _Reader:
                 i = j + 4
             elif e == 0x78:  # \xHH
                 hx = text[j + 2 : j + 4]
+                if j + 4 > n:
+                    raise self.error("unterminated string", start, incomplete=True)
                 try:
                     out.append(int(hx, 16))
                 except ValueError:
                     raise self.error("bad escape: \\x needs two hex digits", j) from None
                 i = j + 4
+            elif e == 0x0D and j + 2 >= n:
+                raise self.error("unterminated string", start, incomplete=True)
             elif e == 0x0A or (e == 0x0D and text[j + 2 : j + 3] == b"\n"):
                 # Line continuation: skip the newline and the next line's blanks.
                 i = j + (3 if e == 0x0D else 2)
@@ -217,7 +229,7 @@ class SexpStream:
         return self._take(final=True)
 
     def _take(self, final: bool) -> list[tuple[int, Sexp]]:
-        r = _Reader(self._buf)
+        r = _Reader(self._buf, final)
         out: list[tuple[int, Sexp]] = []
         done = 0
         try:

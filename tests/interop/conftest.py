@@ -32,6 +32,7 @@ class OcamlTools:
     gen: Path  # ripple_gen: streams + the text sexplib prints for them
     read: Path  # ripple_read: typed decode of a stream, one canonical line per message
     walk: Path  # ripple_walk: frame + CRC walk, the benchmark anchor
+    sexp_tool: Path  # sexplib's to_string_hum and to_string of any s-expression
 
 
 @pytest.fixture(scope="session")
@@ -52,4 +53,4 @@ def ocaml_tools(tmp_path_factory: pytest.TempPathFactory) -> OcamlTools:
     if proc.returncode != 0:
         # A toolchain that is present but cannot build our sources is a bug, never a skip.
         pytest.fail(f"build.sh failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}", pytrace=False)
-    return OcamlTools(gen=out / "ripple_gen", read=out / "ripple_read", walk=out / "ripple_walk")
+    return OcamlTools(gen=out / "ripple_gen", read=out / "ripple_read", walk=out / "ripple_walk", sexp_tool=out / "sexp_tool")

@@ -125,12 +125,14 @@ module Adv = struct
       let shift = Rng.int r 64 in
       Int64.shift_right (Rng.next64 r) shift
 
-  (* The only NaNs in a stream: OCaml 4.x's [Float.nan] and [-. Float.nan],
-     pinned by their bits so the stream does not depend on the OCaml version
-     (OCaml 5.1 changed [Float.nan] to a quiet NaN).  sexplib prints them NAN
-     and -NAN; an encoder that reads NAN back must write these bits. *)
-  let nan_pos = Int64.float_of_bits 0x7FF0000000000001L
-  let nan_neg = Int64.float_of_bits 0xFFF0000000000001L
+  (* The only NaNs in a stream are the ones that survive the canonical text:
+     sexplib prints any NaN as NAN or -NAN, and OCaml's own [float_of_sexp]
+     reads those back as strtod's quiet NaNs, 0x7FF8... and 0xFFF8...  A
+     NaN with another payload cannot round-trip through text, in OCaml or
+     in ripple, so the interop streams use exactly these (fixed here rather
+     than taken from [Float.nan], whose bits changed in OCaml 5.1). *)
+  let nan_pos = Int64.float_of_bits 0x7FF8000000000000L
+  let nan_neg = Int64.float_of_bits 0xFFF8000000000000L
 
   let float_specials =
     [| nan_pos; nan_neg; infinity; neg_infinity; 0.; -0.; 0.1; 0.2; 0.1 +. 0.2; 1e20; 1e21
