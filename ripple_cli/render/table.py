@@ -59,6 +59,9 @@ class TableRenderer:
         self.console, self._stream = make_console(env)
         self._rows: list[tuple[Text, ...]] = []
         self._header_done = False
+        # Wider terminals give the name columns room before the summary.
+        w = self.console.width
+        self._widths = (12, 8, 8) if w < 110 else (14, 10, 12) if w < 150 else (18, 12, 20)
 
     def _table(self) -> Table:
         t = Table(
@@ -74,9 +77,10 @@ class TableRenderer:
         t.add_column("seq", justify="right", width=6, no_wrap=True, overflow="fold")
         t.add_column("time (UTC)", width=15, no_wrap=True)
         t.add_column("type", width=11, no_wrap=True)
-        t.add_column("schema", width=12, no_wrap=True, overflow="ellipsis")
-        t.add_column("output", width=8, no_wrap=True, overflow="ellipsis")
-        t.add_column("key", width=8, no_wrap=True, overflow="ellipsis")
+        schema_w, output_w, key_w = self._widths
+        t.add_column("schema", width=schema_w, no_wrap=True, overflow="ellipsis")
+        t.add_column("output", width=output_w, no_wrap=True, overflow="ellipsis")
+        t.add_column("key", width=key_w, no_wrap=True, overflow="ellipsis")
         t.add_column("summary", ratio=1, min_width=12, no_wrap=True, overflow="ellipsis")
         return t
 

@@ -220,6 +220,7 @@ class SexpStream:
     def __init__(self) -> None:
         self._buf = b""
         self._line = 1  # line number of _buf's first byte
+        self._col = 0  # bytes of that line before _buf's first byte
 
     def feed(self, data: bytes) -> list[tuple[int, Sexp]]:
         self._buf += data
@@ -245,9 +246,18 @@ class SexpStream:
                 out.append((self._line + self._buf.count(b"\n", 0, start), value))
                 done = r.pos
         except SexpSyntaxError as e:
-            if not (e.incomplete and not final):
+            # Before the end, what came before the error is returned first
+            # and the next call (at the latest `finish`) parses from there
+            # again and raises it: every chunking gives the same values
+            # before the same error.
+            if not (e.incomplete and not final) and (final or not out):
                 e_line = self._line + self._buf.count(b"\n", 0, e.pos)
-                raise SexpSyntaxError(e.message, e.pos, self._buf).with_line(e_line) from None
+                err = SexpSyntaxError(e.message, e.pos, self._buf)
+                if e_line == self._line:
+                    err.column += self._col
+                raise err.with_line(e_line) from None
+        nl = self._buf.rfind(b"\n", 0, done)
+        self._col = self._col + done if nl < 0 else done - (nl + 1)
         self._line += self._buf.count(b"\n", 0, done)
         self._buf = self._buf[done:]
         return out

@@ -14,7 +14,9 @@ DEMO = EXAMPLES / "demo.ripple"
 SCHEMAS = str(EXAMPLES / "schemas")
 
 
-def ripple(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def ripple(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """The real program, in a real process (for pipes and signals)."""
     return subprocess.run(
         [sys.executable, "-m", "ripple_cli", *args],
@@ -48,8 +50,17 @@ def test_pipe_default_is_sexp_and_terminal_default_is_table() -> None:
     piped = run_cli(["decode", "-c", "1", str(DEMO)])
     assert piped.stdout.startswith(b"((seq 1)(time_ns 1718900000000000000)(schema ripple.handshake/v1)")
     term = run_cli(["decode", "-c", "1", str(DEMO)], tty=True)
-    assert term.text.splitlines()[0].split() == ["offset", "seq", "time", "(UTC)", "type", "schema", "output", "key",
-                                                 "summary"]
+    assert term.text.splitlines()[0].split() == [
+        "offset",
+        "seq",
+        "time",
+        "(UTC)",
+        "type",
+        "schema",
+        "output",
+        "key",
+        "summary",
+    ]
 
 
 def test_no_color_is_honoured() -> None:
@@ -156,7 +167,7 @@ def test_verify_strict_turns_warnings_into_problems(tmp_path: Path) -> None:
     text = (
         b"((seq 1)(time_ns 5)(schema ripple.heartbeat/v1)(flags 1)"
         b"(msg(Heartbeat((worker_id w1)(timestamp_ns 5)(load 0.5)))))\n"
-        b"((seq 2)(time_ns 6)(schema x/v1)(msg(Unknown((tag 9)(payload\"\\001\\002\")))))\n"
+        b'((seq 2)(time_ns 6)(schema x/v1)(msg(Unknown((tag 9)(payload"\\001\\002")))))\n'
     )
     src = tmp_path / "w.sexp"
     src.write_bytes(text)
@@ -173,7 +184,11 @@ def test_head_exits_quietly() -> None:
     big = DEMO.read_bytes() * 50
     proc = subprocess.Popen(
         f"{sys.executable} -m ripple_cli decode - | head -n 2",
-        shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+        shell=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
     )
     out, err = proc.communicate(big, timeout=120)
     assert proc.returncode == 0
@@ -195,7 +210,7 @@ def test_schema_show_check_extract(tmp_path: Path) -> None:
     r = run_cli(["schema", "show", "--format", "sexp", str(EXAMPLES / "schemas" / "vwap_v2.sexp")])
     assert r.stdout == (
         b"((name vwap)(version 2)(key String)(fields(((name price)(typ Float)(default()))"
-        b"((name volume)(typ Int)(default()))((name venue)(typ(Option String))(default(\"()\"))))))\n"
+        b'((name volume)(typ Int)(default()))((name venue)(typ(Option String))(default("()"))))))\n'
     )
     out = tmp_path / "extracted"
     r = run_cli(["schema", "extract", str(DEMO), "-o", str(out)])
@@ -252,3 +267,20 @@ def test_help_is_fast_and_lazy() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT)
     assert r.stdout == b"ok\n", r.stderr
     assert ripple("--help").returncode == 0
+
+
+def test_ripple_schemas_environment_variable() -> None:
+    plain = ripple("decode", "--output", "orders", "-c", "1", str(DEMO))
+    assert b'(delta_bytes"' in plain.stdout
+    both = os.pathsep.join([str(EXAMPLES / "schemas"), str(EXAMPLES / "more-schemas")])
+    r = ripple("decode", "--output", "orders", "-c", "1", str(DEMO), env={"RIPPLE_SCHEMAS": both})
+    assert r.returncode == 0
+    assert r.stdout.startswith(b"((seq 6)(time_ns 1718900000320276486)(schema orders/v3)(msg(Delta((source_output")
+    assert b"(key ORD-34694489)(delta(Patch((Tif Ioc))))" in r.stdout
+
+
+def test_shell_completion() -> None:
+    r = ripple(env={"_RIPPLE_COMPLETE": "bash_complete", "COMP_WORDS": "ripple decode --fo", "COMP_CWORD": "2"})
+    assert r.stdout.split() == [b"plain,--format"]
+    script = ripple(env={"_RIPPLE_COMPLETE": "bash_source"})
+    assert b"_ripple_completion()" in script.stdout

@@ -12,9 +12,31 @@ import pytest
 from ripple_cli.sexp import Sexp, parse_many, to_string, to_string_hum
 
 ATOMS = [
-    b"a", b"Delta", b"1700000000000000000", b"", b"with space", b"x\ny", b"l1\nl2\nl3", b"tail\n", b"\n",
-    b"q\"uote", b"back\\slash", b"#|", b"|#", b"a#b", b"semi;", bytes(range(40)), b"\xff\xfe",
-    b"caf\xc3\xa9", b"x" * 70, b"y" * 90, b"-NAN", b"1E+20", b"#", b"|", b"'",
+    b"a",
+    b"Delta",
+    b"1700000000000000000",
+    b"",
+    b"with space",
+    b"x\ny",
+    b"l1\nl2\nl3",
+    b"tail\n",
+    b"\n",
+    b'q"uote',
+    b"back\\slash",
+    b"#|",
+    b"|#",
+    b"a#b",
+    b"semi;",
+    bytes(range(40)),
+    b"\xff\xfe",
+    b"caf\xc3\xa9",
+    b"x" * 70,
+    b"y" * 90,
+    b"-NAN",
+    b"1E+20",
+    b"#",
+    b"|",
+    b"'",
 ]
 
 
@@ -41,7 +63,9 @@ def test_printers_match_sexplib(ocaml_tools, seed: int) -> None:  # type: ignore
     for t in trees:
         ours = to_string_hum(t) + b"\n" + to_string(t) + b"\n"
         theirs = ocaml[pos : pos + len(ours)]
-        assert theirs == ours, f"tree {to_string(t)[:200]!r}:\nripple:\n{ours.decode('latin-1')}\nsexplib:\n{theirs.decode('latin-1')}"
+        assert theirs == ours, (
+            f"tree {to_string(t)[:200]!r}:\nripple:\n{ours.decode('latin-1')}\nsexplib:\n{theirs.decode('latin-1')}"
+        )
         pos += len(ours)
     assert pos == len(ocaml)
     # and ripple reads sexplib's indented form back to the same trees
