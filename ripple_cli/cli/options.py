@@ -108,3 +108,50 @@ def selection_options(f: F) -> F:
             help="Only Deltas whose key prints as K (e.g. AAPL, 42). Repeatable.",
         ),
     )(f)
+
+
+def filter_option(f: F) -> F:
+    return click.option(
+        "-Y",
+        "--filter",
+        "display_filter",
+        metavar="EXPR",
+        help="Display filter on decoded fields, e.g. 'type == Delta and key == \"AAPL\"' (see FILTER EXPRESSIONS).",
+    )(f)
+
+
+def capture_options(f: F) -> F:
+    """How captures (pcap, pcapng) are read; ignored for raw streams."""
+    return _compose(
+        click.option(
+            "--port",
+            "ports",
+            multiple=True,
+            type=click.IntRange(1, 65535),
+            metavar="P",
+            help="Connections on this TCP port carry Ripple (repeatable). Default: detect by content.",
+        ),
+        click.option(
+            "--stream",
+            "stream_id",
+            metavar="ID",
+            help="Only this connection of a capture: N (both directions) or N:c2s / N:s2c.",
+        ),
+        click.option(
+            "--max-flows",
+            type=click.IntRange(min=1),
+            default=10000,
+            show_default=True,
+            help="Open connections kept at once; the idlest beyond it is evicted with a note.",
+        ),
+    )(f)
+
+
+def parse_stream_id(value: str | None) -> tuple[int, str | None] | None:
+    """`3` -> (3, None); `3:c2s` -> (3, "c2s")."""
+    if value is None:
+        return None
+    num, _, direction = value.partition(":")
+    if not num.isdigit() or direction not in ("", "c2s", "s2c"):
+        raise click.BadParameter(f"{value!r}: expected N, N:c2s or N:s2c", param_hint="--stream")
+    return int(num), direction or None

@@ -20,7 +20,7 @@ from ripple_cli.codec.envelope import (
     VERSION,
     Frame,
 )
-from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.problems import Problem, Severity
 
 _COMPACT_AT = 1 << 20
 
@@ -64,14 +64,52 @@ class FrameDecoder:
         self._pos = 0
         return out
 
+    def gap(self, size: int) -> list[Frame | Problem]:
+        """`size` bytes of the stream were lost (a hole in a capture, input
+        dropped by a busy tap).  What is framed before the hole comes out;
+        the envelope cut by it is reported with the hole, and decoding
+        resynchronizes on the first whole envelope after it."""
+        out: list[Frame | Problem] = []
+        self._run(out, final=False)
+        hole_at = self._base + len(self._buf)
+        detail = f"{size} bytes missing from the stream at offset {hole_at}"
+        if self._damage is not None:
+            start, kind, first = self._damage
+            self._damage = (start, kind, f"{first}; then {detail}")
+        else:
+            self._damage = (self._base + self._pos, "gap", detail)
+        self._base = hole_at + size
+        self._buf = bytearray()
+        self._pos = 0
+        return out
+
+    def join_midstream(self) -> None:
+        """The stream is entered part-way (a connection already open when a
+        capture began): skip to the first whole envelope, quietly if the
+        stream happens to start on one."""
+        self._damage = (self._base + self._pos, "midstream", "joined the stream part-way")
+
     def _open_damage(self, pos: int, kind: str, detail: str) -> None:
         self._damage = (self._base + pos, kind, detail)
 
     def _close_damage(self, pos: int, out: list[Frame | Problem]) -> None:
         assert self._damage is not None
         start, kind, detail = self._damage
-        out.append(Problem(start, kind, detail, skipped=self._base + pos - start))
+        skipped = self._base + pos - start
         self._damage = None
+        if kind == "midstream":
+            if skipped:
+                out.append(
+                    Problem(
+                        start,
+                        kind,
+                        f"{detail}: no envelope boundary before offset {start + skipped}",
+                        skipped=skipped,
+                        severity=Severity.WARNING,
+                    )
+                )
+            return
+        out.append(Problem(start, kind, detail, skipped=skipped))
 
     def _check(self, buf: bytearray, p: int, n: int, final: bool) -> tuple[str, str] | bool | None:
         """Is there a whole valid envelope at p?  None: yes.  False: not

@@ -111,11 +111,12 @@ def type_name(tag: int) -> str:
     return TYPE_NAMES.get(tag, f"Unknown({tag})")
 
 
-def message_to_json(msg: Message, source: str) -> dict[str, Any]:
+def message_to_json(msg: Message, context: dict[str, Any]) -> dict[str, Any]:
+    """The message's JSON object; `context` (where it came from) follows "v"."""
     f = msg.frame
     return {
         "v": JSON_SHAPE_VERSION,
-        "source": source,
+        **context,
         "offset": f.offset,
         "size": f.size,
         "seq": f.seq,
@@ -128,11 +129,11 @@ def message_to_json(msg: Message, source: str) -> dict[str, Any]:
     }
 
 
-def problem_to_json(p: Problem, source: str) -> dict[str, Any]:
+def problem_to_json(p: Problem, context: dict[str, Any]) -> dict[str, Any]:
     return {
         "v": JSON_SHAPE_VERSION,
-        "source": source,
-        "offset": p.offset,
+        **context,
+        "offset": p.offset if p.offset >= 0 else None,
         "problem": {
             "kind": p.kind,
             "severity": p.severity.value,

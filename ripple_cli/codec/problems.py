@@ -17,7 +17,7 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    offset: int  # stream offset where the problem starts
+    offset: int  # stream offset where the problem starts; -1 when it concerns no offset
     kind: str  # a stable identifier, e.g. "crc_mismatch" (see KINDS)
     detail: str  # one human sentence, no trailing period
     skipped: int = 0  # bytes passed over to find the next whole envelope
@@ -26,6 +26,8 @@ class Problem:
     extra: dict[str, object] = field(default_factory=dict)
 
     def describe(self) -> str:
+        if self.offset < 0:
+            return self.detail
         text = f"offset {self.offset}: {self.detail}"
         if self.skipped:
             text += f"; skipped {self.skipped} bytes to offset {self.offset + self.skipped}"
@@ -40,6 +42,8 @@ KINDS = {
     "truncated": "the stream ends inside an envelope",
     "bad_payload": "a payload that does not decode exactly as its type",
     "bad_delta": "a Delta whose key or delta does not decode with its schema",
+    "gap": "bytes missing from the stream (a capture hole, input a tap could not keep up with)",
+    "midstream": "a stream entered part-way: bytes before the first envelope boundary (a warning)",
     "unknown_type": "a message type tag this protocol version does not define",
     "flags": "non-zero reserved flags",
     "unknown_schema": "a Delta whose schema fingerprint is not known",

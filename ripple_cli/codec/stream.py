@@ -129,6 +129,10 @@ class StreamDecoder:
     def finish(self) -> list[Event]:
         return self._decode(self.frames.finish())
 
+    def gap(self, size: int) -> list[Event]:
+        """`size` bytes were lost here; see `FrameDecoder.gap`."""
+        return self._decode(self.frames.gap(size))
+
     def _decode(self, items: list[Frame | Problem]) -> list[Event]:
         out: list[Event] = []
         for item in items:

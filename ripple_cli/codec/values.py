@@ -305,6 +305,8 @@ def _enum(t: EnumOf) -> TypeCodec:
 
     def of_sexp(s: Sexp, path: str) -> Any:
         atom = text(expect_atom(s, "an enum constructor", path))
+        if atom not in index and atom[:1].islower() and atom[:1].upper() + atom[1:] in index:
+            atom = atom[:1].upper() + atom[1:]  # ppx_sexp_conv also takes `buy` for `Buy`
         if atom not in index:
             raise SexpShapeError(f"{atom} is not one of {' '.join(names)}", path)
         return atom

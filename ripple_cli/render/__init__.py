@@ -17,15 +17,15 @@ def default_format(env: Environment) -> str:
     return "table" if env.stdout_isatty else "sexp"
 
 
-def make_renderer(fmt: str, env: Environment, show_offsets: bool = False) -> Renderer:
+def make_renderer(fmt: str, env: Environment, show_offsets: bool = False, show_connection: bool = False) -> Renderer:
     if fmt in ("sexp", "hum"):
         from ripple_cli.render.sexp import SexpRenderer
 
-        return SexpRenderer(env, hum=fmt == "hum", show_offsets=show_offsets)
+        return SexpRenderer(env, hum=fmt == "hum", show_offsets=show_offsets, show_connection=show_connection)
     if fmt in ("json", "jsonl"):
         from ripple_cli.render.json import JsonRenderer
 
         return JsonRenderer(env, array=fmt == "json")
     from ripple_cli.render.table import TableRenderer
 
-    return TableRenderer(env)
+    return TableRenderer(env, show_connection=show_connection)

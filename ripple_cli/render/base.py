@@ -6,12 +6,13 @@ from typing import Protocol
 
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import Message
+from ripple_cli.flow.origin import Origin
 
 
 class Renderer(Protocol):
-    def message(self, source: str, msg: Message) -> None: ...
+    def message(self, origin: Origin, msg: Message) -> None: ...
 
-    def problem(self, source: str, problem: Problem) -> None: ...
+    def problem(self, origin: Origin, problem: Problem) -> None: ...
 
     def flush(self) -> None:
         """Called when the input pauses (a chunk is done): a live pipe shows
@@ -20,6 +21,7 @@ class Renderer(Protocol):
     def close(self) -> None: ...
 
 
-def problem_text(source: str, p: Problem) -> str:
+def problem_text(origin: Origin, p: Problem) -> str:
     label = "warning" if p.severity.value == "warning" else "error"
-    return f"ripple: {source}: {label}: {p.describe()}"
+    where = origin.source if origin.stream is None else f"{origin.source}: {origin.stream.label}"
+    return f"ripple: {where}: {label}: {p.describe()}"

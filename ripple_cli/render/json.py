@@ -6,15 +6,33 @@ import json
 from typing import Any
 
 from ripple_cli.cli.environment import Environment
-from ripple_cli.codec.jsonview import message_to_json, problem_to_json
+from ripple_cli.codec.jsonview import iso_time, message_to_json, problem_to_json
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import Message
+from ripple_cli.flow.origin import Origin
 
 
 def dumps(obj: Any) -> bytes:
     # allow_nan is off: NaN and infinities are already strings, so any left
     # would be a bug, not silently invalid JSON.
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def origin_json(origin: Origin) -> dict[str, Any]:
+    """Where a message came from: the input, and for a capture the
+    connection, direction, endpoints and capture time."""
+    ctx: dict[str, Any] = {"source": origin.source}
+    st = origin.stream
+    if st is not None:
+        src, dst = (st.client, st.server) if st.from_client else (st.server, st.client)
+        ctx["connection"] = st.connection
+        ctx["direction"] = st.direction
+        ctx["src"] = str(src)
+        ctx["dst"] = str(dst)
+    if origin.time_ns is not None:
+        ctx["capture_time_ns"] = origin.time_ns
+        ctx["capture_time"] = iso_time(origin.time_ns)
+    return ctx
 
 
 class JsonRenderer:
@@ -32,11 +50,11 @@ class JsonRenderer:
         self._first = False
         self.env.stdout.write(data)
 
-    def message(self, source: str, msg: Message) -> None:
-        self._emit(message_to_json(msg, source))
+    def message(self, origin: Origin, msg: Message) -> None:
+        self._emit(message_to_json(msg, origin_json(origin)))
 
-    def problem(self, source: str, problem: Problem) -> None:
-        self._emit(problem_to_json(problem, source))
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        self._emit(problem_to_json(problem, origin_json(origin)))
 
     def flush(self) -> None:
         self.env.stdout.flush()

@@ -6,6 +6,7 @@ from ripple_cli.cli.environment import Environment
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import Message
 from ripple_cli.codec.text import message_to_line, message_to_sexp
+from ripple_cli.flow.origin import Origin
 from ripple_cli.render.base import problem_text
 from ripple_cli.sexp.write import to_string_hum
 
@@ -16,27 +17,35 @@ class SexpRenderer:
     """stdout carries exactly one message per line (or per `hum` block) and
     nothing else; problems go to stderr, in place."""
 
-    def __init__(self, env: Environment, hum: bool = False, show_offsets: bool = False) -> None:
+    def __init__(
+        self, env: Environment, hum: bool = False, show_offsets: bool = False, show_connection: bool = False
+    ) -> None:
         self.env = env
         self.hum = hum
         self.show_offsets = show_offsets
+        self.show_connection = show_connection
         self._out: list[bytes] = []
         self._size = 0
 
-    def message(self, source: str, msg: Message) -> None:
+    def message(self, origin: Origin, msg: Message) -> None:
         text = to_string_hum(message_to_sexp(msg)) if self.hum else message_to_line(msg)
-        if self.show_offsets:
+        if self.show_offsets or (self.show_connection and origin.stream is not None):
             # A trailing comment: the line still reads back with `ripple encode`.
-            text += b" ; offset %d size %d" % (msg.frame.offset, msg.frame.size)
+            notes = []
+            if self.show_connection and origin.stream is not None:
+                notes.append(origin.stream.label.encode())
+            if self.show_offsets:
+                notes.append(b"offset %d size %d" % (msg.frame.offset, msg.frame.size))
+            text += b" ; " + b" ".join(notes)
         self._out.append(text)
         self._out.append(b"\n")
         self._size += len(text)
         if self._size >= _FLUSH_AT:
             self._write()
 
-    def problem(self, source: str, problem: Problem) -> None:
+    def problem(self, origin: Origin, problem: Problem) -> None:
         self._write()
-        self.env.problem_line(problem_text(source, problem))
+        self.env.problem_line(problem_text(origin, problem))
 
     def _write(self) -> None:
         if self._out:

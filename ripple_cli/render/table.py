@@ -19,6 +19,7 @@ from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.schema import text
 from ripple_cli.codec.stream import Message
+from ripple_cli.flow.origin import Origin
 from ripple_cli.render.summary import key_text, output_text, summary
 
 _BATCH = 200
@@ -54,8 +55,9 @@ def make_console(env: Environment) -> tuple[Console, io.TextIOWrapper]:
 
 
 class TableRenderer:
-    def __init__(self, env: Environment) -> None:
+    def __init__(self, env: Environment, show_connection: bool = False) -> None:
         self.env = env
+        self.show_connection = show_connection
         self.console, self._stream = make_console(env)
         self._rows: list[tuple[Text, ...]] = []
         self._header_done = False
@@ -73,6 +75,8 @@ class TableRenderer:
             collapse_padding=True,
             expand=True,
         )
+        if self.show_connection:
+            t.add_column("conn", width=7, no_wrap=True)
         t.add_column("offset", justify="right", width=9, no_wrap=True)
         t.add_column("seq", justify="right", width=6, no_wrap=True, overflow="fold")
         t.add_column("time (UTC)", width=15, no_wrap=True)
@@ -84,12 +88,13 @@ class TableRenderer:
         t.add_column("summary", ratio=1, min_width=12, no_wrap=True, overflow="ellipsis")
         return t
 
-    def message(self, source: str, msg: Message) -> None:
+    def message(self, origin: Origin, msg: Message) -> None:
         f = msg.frame
         name = type_name(f.tag)
         style = _TYPE_STYLE.get(name, "yellow")
         self._rows.append(
             (
+                *self._conn(origin),
                 Text(str(f.offset)),
                 Text(str(f.seq)),
                 Text(time_of_day(f.time_ns)),
@@ -103,12 +108,19 @@ class TableRenderer:
         if len(self._rows) >= _BATCH:
             self.flush()
 
-    def problem(self, source: str, problem: Problem) -> None:
+    def _conn(self, origin: Origin) -> tuple[Text, ...]:
+        if not self.show_connection:
+            return ()
+        st = origin.stream
+        return (Text("" if st is None else f"{st.connection} {st.direction}"),)
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
         style = "yellow" if problem.severity is Severity.WARNING else "bold red"
         detail = problem.detail + (f"; skipped {problem.skipped} bytes" if problem.skipped else "")
         self._rows.append(
             (
-                Text(str(problem.offset), style=style),
+                *self._conn(origin),
+                Text("" if problem.offset < 0 else str(problem.offset), style=style),
                 Text("" if problem.seq is None else str(problem.seq)),
                 Text(""),
                 Text(problem.kind, style=style),

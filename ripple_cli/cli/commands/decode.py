@@ -1,19 +1,33 @@
-"""`ripple decode`: print the messages of Ripple streams."""
+"""`ripple decode`: print the messages of Ripple streams and captures."""
 
 from __future__ import annotations
+
+import time
 
 import click
 
 from ripple_cli.analysis.report import Report
-from ripple_cli.analysis.select import Selection
 from ripple_cli.cli.environment import Environment
-from ripple_cli.cli.options import format_option, max_payload_option, schemas_option, selection_options
+from ripple_cli.cli.options import (
+    capture_options,
+    filter_option,
+    format_option,
+    max_payload_option,
+    parse_stream_id,
+    schemas_option,
+    selection_options,
+)
 from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import DeltaMode, StreamDecoder
+from ripple_cli.codec.stream import DeltaMode
+from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.select import message_predicate, stream_predicate
 from ripple_cli.render import FORMATS, default_format, make_renderer
-from ripple_cli.sources.files import display_name, read_chunks
+from ripple_cli.sources.files import display_name
+from ripple_cli.sources.inputs import input_events
 from ripple_cli.sources.schema_files import load_registry
+
+_FLUSH_EVERY = 0.1  # seconds: a live pipe shows messages within this
 
 
 @click.command()
@@ -21,7 +35,11 @@ from ripple_cli.sources.schema_files import load_registry
 @format_option(FORMATS, "Default: table on a terminal, sexp otherwise.")
 @schemas_option
 @selection_options
+@filter_option
+@capture_options
 @click.option("--show-offsets", is_flag=True, help="Show each message's byte offset and size.")
+@click.option("--show-connection", is_flag=True, help="Show each message's connection and direction (captures).")
+@click.option("--list-streams", is_flag=True, help="List the connections of the inputs with counts, not messages.")
 @click.option("--raw", is_flag=True, help="Apply no schema: Deltas show as the raw delta_msg.")
 @max_payload_option
 @click.pass_obj
@@ -34,47 +52,82 @@ def decode(
     types: tuple[str, ...],
     outputs: tuple[str, ...],
     keys: tuple[str, ...],
+    display_filter: str | None,
+    ports: tuple[int, ...],
+    stream_id: str | None,
+    max_flows: int,
     show_offsets: bool,
+    show_connection: bool,
+    list_streams: bool,
     raw: bool,
     max_payload: int,
 ) -> int:
-    """Print the messages of Ripple streams (FILE, or - for stdin).
+    """Print the messages of Ripple streams and captures (FILE, or - for stdin).
 
+    FILE is a raw stream (envelopes back to back), a pcap or a pcapng; in a
+    capture every TCP connection is reassembled and decoded on its own.
     Each message is printed as it is decoded; problems (bad magic, CRC
-    mismatch, truncation, payloads that do not decode) are reported in place
-    and decoding goes on at the next whole envelope.  Exit status 1 when any
-    problem was seen.
+    mismatch, truncation, capture holes, payloads that do not decode) are
+    reported in place and decoding goes on at the next whole envelope.
+    Exit status 1 when any problem was seen.
     """
     registry = load_registry(schemas)
-    renderer = make_renderer(fmt or default_format(env), env, show_offsets)
-    select = Selection(types, outputs, keys)
+    select = message_predicate(types, outputs, keys, display_filter)
+    want_stream = stream_predicate(parse_stream_id(stream_id))
+    port_set = frozenset(ports)
     report = Report()
+    if list_streams:
+        from ripple_cli.render.streams import print_stream_list
+
+        demuxes = []
+        for path in files or ("-",):
+            demux = Demux(display_name(path), registry, DeltaMode.RAW, max_payload, want=want_stream)
+            for ev in input_events(path, env.stdin, port_set, max_flows):
+                _count_only(report, demux.feed(ev))
+            _count_only(report, demux.finish())
+            demuxes.append(demux)
+        print_stream_list(env, demuxes)
+        return report.exit_code
+
+    renderer = make_renderer(fmt or default_format(env), env, show_offsets, show_connection)
+    mode = DeltaMode.RAW if raw else DeltaMode.DECODE
     shown = 0
+    last_flush = time.monotonic()
     try:
         for path in files or ("-",):
             name = display_name(path)
             rep = report.source(name)
-            decoder = StreamDecoder(registry, DeltaMode.RAW if raw else DeltaMode.DECODE, max_payload)
-            for chunk in _chunks_then_end(path, env):
-                events = decoder.feed(chunk) if chunk is not None else decoder.finish()
-                for ev in events:
-                    if isinstance(ev, Problem):
-                        report.problem(rep, ev)
-                        renderer.problem(name, ev)
+            demux = Demux(name, registry, mode, max_payload, want=want_stream)
+            events = input_events(path, env.stdin, port_set, max_flows)
+            # A pipe is watched live: show each message as soon as it is
+            # decoded.  A file is read as fast as it goes, output in blocks.
+            live = path == "-"
+            while True:
+                event = next(events, None)
+                outputs_ = demux.feed(event) if event is not None else demux.finish()
+                for origin, item in outputs_:
+                    if isinstance(item, Problem):
+                        report.problem(rep, item)
+                        renderer.problem(origin, item)
                         continue
-                    report.message(rep, ev, type_name(ev.frame.tag))
-                    if select(ev):
-                        renderer.message(name, ev)
+                    report.message(rep, item, type_name(item.frame.tag))
+                    if select(origin, item):
+                        renderer.message(origin, item)
                         shown += 1
                         if count is not None and shown >= count:
                             return report.exit_code
-                renderer.flush()
+                now = time.monotonic()
+                if event is None or (live and outputs_) or now - last_flush >= _FLUSH_EVERY:
+                    renderer.flush()
+                    last_flush = now
+                if event is None:
+                    break
     finally:
         renderer.close()
     return report.exit_code
 
 
-def _chunks_then_end(path: str, env: Environment):  # type: ignore[no-untyped-def]
-    """The file's chunks, then None to say it ended."""
-    yield from read_chunks(path, env.stdin)
-    yield None
+def _count_only(report: Report, outputs: list) -> None:  # type: ignore[type-arg]
+    for _origin, item in outputs:
+        if isinstance(item, Problem) and report.is_problem(item):
+            report.dropped["problems"] += 1

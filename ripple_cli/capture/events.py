@@ -1,0 +1,98 @@
+"""What a capture source yields: the life of each TCP stream direction, in
+capture order.  A raw stream file is the degenerate case: one stream, its
+bytes, its end.
+
+Every source (pcap file, pcapng file, live sniffing, the tap's proxy)
+produces these events, so that decoding, verifying and display code works
+the same on all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: str  # "127.0.0.1", "::1"
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamId:
+    """One direction of one connection.  `connection` numbers connections
+    from 1 in the order they are first seen; `client` is the side that sent
+    the SYN (or, with no SYN seen, the side first seen sending)."""
+
+    connection: int
+    client: Endpoint
+    server: Endpoint
+    from_client: bool
+
+    @property
+    def direction(self) -> str:
+        """`c2s` (client to server) or `s2c`."""
+        return "c2s" if self.from_client else "s2c"
+
+    @property
+    def label(self) -> str:
+        """`3 10.0.0.1:50412 -> 10.0.0.2:9000`: what --show-connection prints."""
+        src, dst = (self.client, self.server) if self.from_client else (self.server, self.client)
+        return f"{self.connection} {src} -> {dst}"
+
+    @property
+    def key(self) -> str:
+        """The id `--stream` takes: `3` (both directions) or `3:c2s`."""
+        return f"{self.connection}:{self.direction}"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStart:
+    stream: StreamId | None  # None: a raw stream file
+    time_ns: int | None
+    syn_seen: bool  # False: the connection was already open when the capture began
+
+
+@dataclass(frozen=True, slots=True)
+class StreamData:
+    stream: StreamId | None  # None: a raw stream file
+    data: bytes
+    time_ns: int | None  # capture time of the packet that carried these bytes (None: not a capture)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamGap:
+    """Bytes the capture never saw (a dropped segment): the decoder
+    resynchronizes after it."""
+
+    stream: StreamId | None
+    size: int
+    time_ns: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    stream: StreamId | None
+    time_ns: int | None
+    reason: str  # "fin", "rst", "evicted", "end of capture"
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureNote:
+    """Something about the capture itself (not a stream's content): a
+    conflicting retransmission, an evicted idle connection, an unsupported
+    link type, a truncated file.  `stream` is None when it concerns no one
+    stream."""
+
+    stream: StreamId | None
+    time_ns: int
+    kind: str
+    detail: str
+    error: bool = False  # True: counts as a problem (exit 1); False: informational
+
+
+CaptureEvent = Union[StreamStart, StreamData, StreamGap, StreamEnd, CaptureNote]

@@ -1,0 +1,67 @@
+"""An input path as capture events, whatever it holds: a raw Ripple stream,
+a pcap or a pcapng (told apart by their first bytes, so stdin works too)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamStart
+from ripple_cli.sources.files import display_name, read_chunks
+
+_MAGIC_LEN = 4
+
+
+class ChunkFile:
+    """A read-only file over a chunk iterator, for readers that want
+    `read(n)` (dpkt): `read(n)` returns n bytes unless the input ends."""
+
+    def __init__(self, first: bytes, rest: Iterator[bytes]) -> None:
+        self._buf = bytearray(first)
+        self._rest = rest
+        self._eof = False
+
+    def read(self, n: int = -1) -> bytes:
+        while not self._eof and (n < 0 or len(self._buf) < n):
+            chunk = next(self._rest, None)
+            if chunk is None:
+                self._eof = True
+            else:
+                self._buf += chunk
+        if n < 0 or n >= len(self._buf):
+            data = bytes(self._buf)
+            self._buf.clear()
+        else:
+            data = bytes(self._buf[:n])
+            del self._buf[:n]
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+
+def input_events(
+    path: str, stdin: BinaryIO, ports: frozenset[int] = frozenset(), max_flows: int = 10000
+) -> Iterator[CaptureEvent]:
+    """`ports` and `max_flows` apply to captures: see `CaptureOptions`."""
+    chunks = read_chunks(path, stdin)
+    head = b""
+    while len(head) < _MAGIC_LEN:
+        chunk = next(chunks, None)
+        if chunk is None:
+            break
+        head += chunk
+    from ripple_cli.capture.formats import sniff_format
+
+    if sniff_format(head) == "raw":
+        yield StreamStart(None, None, True)
+        if head:
+            yield StreamData(None, head, None)
+        for chunk in chunks:
+            yield StreamData(None, chunk, None)
+        yield StreamEnd(None, None, "end of input")
+        return
+    from ripple_cli.capture.reader import CaptureOptions, capture_events
+
+    opts = CaptureOptions(ports=ports, max_flows=max_flows)
+    yield from capture_events(ChunkFile(head, chunks), display_name(path), opts)  # type: ignore[arg-type]
