@@ -11,8 +11,6 @@ from ripple_cli.codec.stream import Message
 from ripple_cli.errors import UsageProblem
 from ripple_cli.flow.origin import Origin
 
-MessagePredicate = Callable[[Origin, Message], bool]
-
 
 def stream_predicate(stream: tuple[int, str | None] | None) -> Callable[[StreamId | None], bool]:
     if stream is None:
@@ -25,19 +23,42 @@ def stream_predicate(stream: tuple[int, str | None] | None) -> Callable[[StreamI
     return want
 
 
+class MessageSelector:
+    """--type/--output/--key and -Y as one predicate on (origin, message)."""
+
+    def __init__(
+        self,
+        types: tuple[str, ...] = (),
+        outputs: tuple[str, ...] = (),
+        keys: tuple[str, ...] = (),
+        display_filter: str | None = None,
+    ) -> None:
+        self.selection = Selection(types, outputs, keys)
+        self.filter = None
+        if display_filter is not None:
+            from ripple_cli.analysis.filter import FilterError, compile_filter
+
+            try:
+                self.filter = compile_filter(display_filter)
+            except FilterError as e:
+                raise UsageProblem(f"-Y: {e}") from None
+
+    @property
+    def needs_decoded_deltas(self) -> bool:
+        """True when the choice looks inside Deltas (keys, row fields), so
+        they must be decoded with their schema, not only validated."""
+        return bool(self.selection.keys) or (self.filter is not None and self.filter.needs_decoded_deltas)
+
+    def __call__(self, origin: Origin, msg: Message) -> bool:
+        if not self.selection(msg):
+            return False
+        return self.filter is None or self.filter(origin, msg)
+
+
 def message_predicate(
     types: tuple[str, ...] = (),
     outputs: tuple[str, ...] = (),
     keys: tuple[str, ...] = (),
     display_filter: str | None = None,
-) -> MessagePredicate:
-    selection = Selection(types, outputs, keys)
-    if display_filter is None:
-        return lambda _origin, msg: selection(msg)
-    from ripple_cli.analysis.filter import FilterError, compile_filter
-
-    try:
-        flt = compile_filter(display_filter)
-    except FilterError as e:
-        raise UsageProblem(f"-Y: {e}") from None
-    return lambda origin, msg: selection(msg) and flt(origin, msg)
+) -> MessageSelector:
+    return MessageSelector(types, outputs, keys, display_filter)

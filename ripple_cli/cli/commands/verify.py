@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from ripple_cli.analysis.report import Report, SourceReport
-from ripple_cli.analysis.sequence import SequenceChecker
 from ripple_cli.capture.events import StreamId
 from ripple_cli.cli.environment import Environment
 from ripple_cli.cli.options import (
@@ -60,9 +59,9 @@ def verify(
     delta decode with it).  Per stream (each direction of each connection
     of a capture): envelope seq strictly increasing; Delta sequence_no per
     (worker, output) from 1 after a Handshake, with gaps and duplicates;
-    Schema_negotiation refusals.  With -Y, only matching messages are
-    counted and checked against the stream rules; framing problems are
-    always reported.
+    Schema_negotiation refusals.  With -Y every message is still checked,
+    but only matching messages are counted and only their problems
+    reported; framing problems, which belong to no message, always are.
 
     Exit status: 0 clean, 1 problems found, 3 an input could not be read.
     """
@@ -74,8 +73,14 @@ def verify(
     for path in files:
         name = display_name(path)
         per_stream: dict[StreamId | None, SourceReport] = {}
-        demux = Demux(name, registry, DeltaMode.VALIDATE, max_payload, check_rules=select is None, want=want_stream)
-        checkers: dict[StreamId | None, SequenceChecker] = {}
+        # Deltas are only validated, unless -Y looks inside them.
+        mode = DeltaMode.DECODE if select is not None and select.needs_decoded_deltas else DeltaMode.VALIDATE
+        demux = Demux(name, registry, mode, max_payload, check_rules=True, want=want_stream)
+        # With -Y, a problem that belongs to a message (it has a seq) is kept
+        # only when that message matches; it comes just before the message
+        # (payload) or just after it (stream rules), at the same offset.
+        pending: list[tuple[SourceReport, Problem]] = []
+        last: tuple[int, bool] = (-1, True)  # (offset, matched) of the last message
         try:
             events = input_events(path, env.stdin, ports=frozenset(ports), max_flows=max_flows)
             while True:
@@ -86,21 +91,26 @@ def verify(
                         label = name if origin.stream is None else f"{name} [{origin.stream.label}]"
                         rep = per_stream[origin.stream] = report.source(label)
                     if isinstance(item, Problem):
-                        report.problem(rep, item)
+                        if select is None or item.seq is None:
+                            report.problem(rep, item)
+                        elif item.offset == last[0]:
+                            if last[1]:
+                                report.problem(rep, item)
+                        else:
+                            pending.append((rep, item))
                         continue
-                    if select is not None:
-                        if not select(origin, item):
-                            continue
-                        # Stream rules over the selected messages only.
-                        checker = checkers.get(origin.stream)
-                        if checker is None:
-                            st = demux.streams[origin.stream]
-                            checker = checkers[origin.stream] = SequenceChecker(st.decoder.messages.registry)
-                        for p in checker.observe(item):
-                            report.problem(rep, p)
-                    report.message(rep, item, type_name(item.frame.tag))
+                    matched = select is None or select(origin, item)
+                    last = (item.offset, matched)
+                    for prep, p in pending:
+                        if matched or p.offset != item.offset:
+                            report.problem(prep, p)
+                    pending.clear()
+                    if matched:
+                        report.message(rep, item, type_name(item.frame.tag))
                 if event is None:
                     break
+            for prep, p in pending:
+                report.problem(prep, p)
         except InputUnreadable as e:
             for rep in per_stream.values():
                 report.sources.remove(rep)

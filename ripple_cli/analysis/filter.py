@@ -1,0 +1,924 @@
+"""The display filter of `-Y` (as in tshark): which messages to show.
+
+    type == Delta and output == vwap and key == "AAPL" and sequence_no > 100
+
+`compile_filter` parses the text once into a tree of closures; calling the
+resulting `DisplayFilter` with an `Origin` and a `Message` evaluates it,
+reading only the fields the expression names, straight from the frame, the
+payload and the decoded Delta (nothing is rendered except a key's text when
+a key is compared as text).
+
+Grammar (precedence from loosest to tightest):
+
+    expr    := and ( ('or' | '||') and )*
+    and     := unary ( ('and' | '&&') unary )*
+    unary   := ('not' | '!') unary | '(' expr ')' | test
+    test    := FIELD
+             | FIELD ('==' | '!=' | '<' | '<=' | '>' | '>=') VALUE
+             | FIELD 'contains' VALUE
+             | FIELD ('matches' | '~') VALUE
+             | FIELD ['not'] 'in' '{' VALUE ( [','] VALUE )* '}'
+    VALUE   := "string" | r"raw string" | number | true | false | bare word
+
+A test on a field the message does not have is false, whatever the
+operator (`!=` and `not in` included); `not` turns it true.  The full
+description, for ripple-decode(1), is in man/filter.txt.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import operator
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ripple_cli.codec.delta import CompiledSchema, Patch, SetRow
+from ripple_cli.codec.messages import (
+    TYPE_NAMES,
+    CheckpointAck,
+    CheckpointRequest,
+    DeltaMsg,
+    DeltaView,
+    Handshake,
+    Heartbeat,
+    SchemaNegotiation,
+)
+from ripple_cli.codec.stream import Message
+from ripple_cli.errors import UsageProblem
+from ripple_cli.flow.origin import Origin
+from ripple_cli.render.summary import key_text
+
+Predicate = Callable[[Origin, Message], bool]
+Getter = Callable[[Origin, Message], Any]
+Test = Callable[[Any], bool]
+
+
+class FilterError(UsageProblem):
+    """A filter that does not compile.  `column` is 1-based and points at the
+    offending token (one past the end when the text ends too early);
+    `reason` is the message without the column; str(e) is
+    `column 17: expected a value after '=='`."""
+
+    def __init__(self, message: str, column: int) -> None:
+        super().__init__(f"column {column}: {message}")
+        self.reason = message
+        self.column = column
+
+
+class DisplayFilter:
+    """A compiled filter: call it with (origin, message) to get a bool."""
+
+    __slots__ = ("_predicate", "fields", "text")
+
+    def __init__(self, text: str, predicate: Predicate, fields: frozenset[str]) -> None:
+        self.text = text
+        self._predicate = predicate
+        self.fields = fields  # the field names used, as written (`field.stats.high`)
+
+    def __call__(self, origin: Origin, msg: Message) -> bool:
+        return self._predicate(origin, msg)
+
+    @property
+    def needs_decoded_deltas(self) -> bool:
+        """True when the result can depend on a Delta's decoded key or row
+        (`key`, `field.*`): decoding Deltas with their schemas matters."""
+        return any(f == "key" or f.startswith("field.") for f in self.fields)
+
+    def __repr__(self) -> str:
+        return f"DisplayFilter({self.text!r})"
+
+
+def compile_filter(text: str) -> DisplayFilter:
+    """Parse `text`; raises `FilterError` with the column of the problem."""
+    parser = _Parser(text)
+    predicate = parser.parse()
+    return DisplayFilter(text, predicate, frozenset(parser.fields))
+
+
+# ------------------------------------------------------------------ fields
+
+# The kinds of value a field can have, for compile-time checks and for
+# choosing a comparison without per-message type dispatch.
+_NUM = "num"  # int or float
+_BYTES = "bytes"  # wire bytes, compared as UTF-8 text
+_STR = "str"
+_BOOL = "bool"
+_LIST = "list"  # a sequence of byte strings (errors)
+_KEY = "key"  # the Delta key: its text, or its number
+_ANY = "any"  # a row field: anything a schema allows
+
+_WHAT = {
+    _NUM: "a number",
+    _BYTES: "text",
+    _STR: "text",
+    _BOOL: "true or false",
+    _LIST: "a list",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    kind: str
+    get: Getter
+    choices: tuple[str, ...] = ()  # the only values ==, != and in accept
+    choice_what: str = ""
+
+
+def _g_type(o: Origin, m: Message) -> Any:
+    return _TYPE_BY_TAG.get(m.frame.tag, "Unknown")
+
+
+_TYPE_BY_TAG = dict(TYPE_NAMES)
+TYPE_CHOICES = (*TYPE_NAMES.values(), "Unknown")
+
+
+def _g_seq(o: Origin, m: Message) -> Any:
+    return m.frame.seq
+
+
+def _g_time_ns(o: Origin, m: Message) -> Any:
+    return m.frame.time_ns
+
+
+def _g_schema(o: Origin, m: Message) -> Any:
+    return m.frame.fingerprint
+
+
+def _g_flags(o: Origin, m: Message) -> Any:
+    return m.frame.flags
+
+
+def _g_offset(o: Origin, m: Message) -> Any:
+    return m.frame.offset
+
+
+def _g_size(o: Origin, m: Message) -> Any:
+    return m.frame.size
+
+
+def _g_output(o: Origin, m: Message) -> Any:
+    body = m.body
+    t = type(body)
+    return body.source_output if t is DeltaView or t is DeltaMsg else None  # type: ignore[union-attr]
+
+
+def _g_sequence_no(o: Origin, m: Message) -> Any:
+    body = m.body
+    t = type(body)
+    return body.sequence_no if t is DeltaView or t is DeltaMsg else None  # type: ignore[union-attr]
+
+
+def _g_watermark_ns(o: Origin, m: Message) -> Any:
+    body = m.body
+    t = type(body)
+    return body.watermark_ns if t is DeltaView or t is DeltaMsg else None  # type: ignore[union-attr]
+
+
+_DELTA_BY_TAG = {0: "set", 1: "patch", 2: "remove"}
+
+
+def _g_delta(o: Origin, m: Message) -> Any:
+    body = m.body
+    if type(body) is DeltaView:
+        d = type(body.delta)
+        return "set" if d is SetRow else "patch" if d is Patch else "remove"
+    if type(body) is DeltaMsg:
+        # The variant tag is the first byte whatever the schema.
+        raw = body.delta_bytes
+        return _DELTA_BY_TAG.get(raw[0]) if raw else None
+    return None
+
+
+def _g_key(o: Origin, m: Message) -> Any:
+    body = m.body
+    if type(body) is DeltaView:
+        k = body.key
+        while type(k) is tuple:
+            k = k[0]
+        return k
+    if type(body) is DeltaMsg:
+        return body.key
+    return None
+
+
+def _g_worker(o: Origin, m: Message) -> Any:
+    body = m.body
+    t = type(body)
+    if t is Heartbeat or t is CheckpointAck:
+        return body.worker_id  # type: ignore[union-attr]
+    if t is Handshake:
+        return body.source_worker_id  # type: ignore[union-attr]
+    return None
+
+
+def _g_load(o: Origin, m: Message) -> Any:
+    body = m.body
+    return body.load if type(body) is Heartbeat else None
+
+
+def _g_checkpoint_id(o: Origin, m: Message) -> Any:
+    body = m.body
+    t = type(body)
+    return body.checkpoint_id if t is CheckpointRequest or t is CheckpointAck else None  # type: ignore[union-attr]
+
+
+def _g_ok(o: Origin, m: Message) -> Any:
+    body = m.body
+    return body.ok if type(body) is SchemaNegotiation else None
+
+
+def _g_errors(o: Origin, m: Message) -> Any:
+    body = m.body
+    return body.errors if type(body) is SchemaNegotiation else None
+
+
+def _g_connection(o: Origin, m: Message) -> Any:
+    s = o.stream
+    return None if s is None else s.connection
+
+
+def _g_direction(o: Origin, m: Message) -> Any:
+    s = o.stream
+    return None if s is None else s.direction
+
+
+def _g_src(o: Origin, m: Message) -> Any:
+    s = o.stream
+    if s is None:
+        return None
+    return str(s.client if s.from_client else s.server)
+
+
+def _g_dst(o: Origin, m: Message) -> Any:
+    s = o.stream
+    if s is None:
+        return None
+    return str(s.server if s.from_client else s.client)
+
+
+def _g_capture_time_ns(o: Origin, m: Message) -> Any:
+    return o.time_ns
+
+
+_FIELDS: dict[str, _Field] = {
+    f.name: f
+    for f in (
+        _Field("type", _STR, _g_type, TYPE_CHOICES, "message type"),
+        _Field("seq", _NUM, _g_seq),
+        _Field("time_ns", _NUM, _g_time_ns),
+        _Field("schema", _BYTES, _g_schema),
+        _Field("flags", _NUM, _g_flags),
+        _Field("offset", _NUM, _g_offset),
+        _Field("size", _NUM, _g_size),
+        _Field("output", _BYTES, _g_output),
+        _Field("key", _KEY, _g_key),
+        _Field("sequence_no", _NUM, _g_sequence_no),
+        _Field("watermark_ns", _NUM, _g_watermark_ns),
+        _Field("delta", _STR, _g_delta, ("set", "patch", "remove"), "delta kind"),
+        _Field("worker", _BYTES, _g_worker),
+        _Field("load", _NUM, _g_load),
+        _Field("checkpoint_id", _NUM, _g_checkpoint_id),
+        _Field("ok", _BOOL, _g_ok),
+        _Field("errors", _LIST, _g_errors),
+        _Field("connection", _NUM, _g_connection),
+        _Field("direction", _STR, _g_direction, ("c2s", "s2c"), "direction"),
+        _Field("src", _STR, _g_src),
+        _Field("dst", _STR, _g_dst),
+        _Field("capture_time_ns", _NUM, _g_capture_time_ns),
+    )
+}
+
+FIELD_NAMES: tuple[str, ...] = (*_FIELDS, "field.NAME")
+
+# Names people may reach for, from the payload types and the JSON form.
+_ALIASES = {
+    "source_output": "output",
+    "source_worker_id": "worker",
+    "worker_id": "worker",
+    "fingerprint": "schema",
+    "msg": "type",
+    "tag": "type",
+}
+
+
+def _row_getter(name: str, path: tuple[str, ...]) -> Getter:
+    """`field.NAME.SUB...`: the value of a row field of a decoded Delta (a
+    Set's row, a Patch's update of that field), options unwrapped."""
+    indexes: dict[CompiledSchema, int | None] = {}
+
+    def index_of(schema: CompiledSchema) -> int | None:
+        try:
+            return indexes[schema]
+        except KeyError:
+            names = schema.field_names
+            found = names.index(name) if name in names else None
+            indexes[schema] = found
+            return found
+
+    def get(o: Origin, m: Message) -> Any:
+        body = m.body
+        if type(body) is not DeltaView:
+            return None
+        d = body.delta
+        if type(d) is SetRow:
+            v = d.row.get(name)
+        elif type(d) is Patch:
+            i = index_of(body.schema)
+            v = None
+            if i is not None:
+                for j, x in d.updates:
+                    if j == i:
+                        v = x  # the last update of a field wins, as in field_values
+        else:
+            return None
+        while type(v) is tuple:
+            v = v[0]
+        for part in path:
+            if type(v) is not dict:
+                return None
+            v = v.get(part)
+            while type(v) is tuple:
+                v = v[0]
+        return v
+
+    return get
+
+
+# ------------------------------------------------------------------ tokens
+
+_OPS = ("==", "!=", "<=", ">=", "&&", "||")
+_SINGLE = "()<>{},~!"
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:/+-")
+_KEYWORDS = frozenset(("and", "or", "not", "contains", "matches", "in"))
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r"}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str  # "word", "string", "op", "end"
+    value: str  # a word, a string's decoded text, an operator
+    column: int  # 1-based
+    source: str  # as written
+
+
+def _lex(text: str) -> list[_Token]:
+    out: list[_Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+            continue
+        col = i + 1
+        two = text[i : i + 2]
+        if two in _OPS:
+            out.append(_Token("op", two, col, two))
+            i += 2
+        elif c in _SINGLE:
+            out.append(_Token("op", c, col, c))
+            i += 1
+        elif c == '"':
+            value, end = _string(text, i, raw=False)
+            out.append(_Token("string", value, col, text[i:end]))
+            i = end
+        elif _is_word_char(c):
+            j = i
+            while j < n and _is_word_char(text[j]):
+                j += 1
+            if j - i == 1 and c == "r" and text[j : j + 1] == '"':
+                value, end = _string(text, j, raw=True)
+                out.append(_Token("string", value, col, text[i:end]))
+                i = end
+                continue
+            out.append(_Token("word", text[i:j], col, text[i:j]))
+            i = j
+        elif c == "=":
+            raise FilterError("'=' is not an operator (did you mean '=='?)", col)
+        elif c in "&|":
+            raise FilterError(f"'{c}' is not an operator (did you mean '{c}{c}'?)", col)
+        else:
+            raise FilterError(f"unexpected character {_show_char(c)}", col)
+    out.append(_Token("end", "", n + 1, ""))
+    return out
+
+
+def _is_word_char(c: str) -> bool:
+    return c in _WORD_CHARS or (c > "\x7f" and c.isalnum())
+
+
+def _show_char(c: str) -> str:
+    return f"'{c}'" if c.isprintable() else f"U+{ord(c):04X}"
+
+
+def _string(text: str, quote: int, raw: bool) -> tuple[str, int]:
+    """The string whose opening quote is at `quote`: its text and the index
+    after its closing quote.  `\\xHH` is the byte HH: the text is normalized
+    so that it compares alike with bytes (as UTF-8, surrogateescape) and
+    with decoded text."""
+    parts: list[str] = []
+    i, n = quote + 1, len(text)
+    while True:
+        if i >= n:
+            raise FilterError("unterminated string", quote + 1)
+        c = text[i]
+        if c == '"':
+            break
+        if c != "\\" or raw:
+            parts.append(c)
+            i += 1
+            continue
+        e = text[i + 1 : i + 2]
+        if not e:
+            raise FilterError("unterminated string", quote + 1)
+        if e in _ESCAPES:
+            parts.append(_ESCAPES[e])
+            i += 2
+        elif e == "x":
+            hh = text[i + 2 : i + 4]
+            if len(hh) != 2 or not all(h in _HEX for h in hh):
+                raise FilterError("bad escape '\\x': it takes two hex digits, as in \\x0a", i + 1)
+            b = int(hh, 16)
+            parts.append(chr(b) if b < 0x80 else chr(0xDC00 + b))
+            i += 4
+        else:
+            raise FilterError(f"unknown escape '\\{e}' (use '\\\\' for a backslash, or r\"...\")", i + 1)
+    s = "".join(parts)
+    try:
+        s = s.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise FilterError("string is not valid text", quote + 1) from None
+    return s, i + 1
+
+
+# ------------------------------------------------------------------ literals
+
+_INT_RE = re.compile(r"[+-]?(?:0[xX](?:_?[0-9a-fA-F])+|[0-9](?:_?[0-9])*)\Z")
+_FLOAT_RE = re.compile(
+    r"[+-]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE][+-]?[0-9]+)?\Z"
+)
+_SPECIAL_FLOATS = frozenset(("nan", "inf", "infinity"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Literal:
+    text: str  # compared with text values: a string's text, a word as written
+    data: bytes  # the same, as UTF-8 bytes (surrogateescape), for byte values
+    number: int | float | None
+    boolean: bool | None
+    column: int
+    source: str
+
+
+def _literal(tok: _Token) -> _Literal:
+    text = tok.value
+    number: int | float | None = None
+    boolean: bool | None = None
+    if tok.kind == "word":
+        lower = text.lower()
+        if text in ("true", "false"):
+            boolean = text == "true"
+        elif _INT_RE.match(text):
+            number = int(text, 16) if "x" in lower else int(text, 10)
+        elif lower.lstrip("+-") in _SPECIAL_FLOATS and len(lower) - len(lower.lstrip("+-")) <= 1:
+            number = float(lower)
+        elif _FLOAT_RE.match(text) and ("." in text or "e" in lower):
+            number = float(text)
+    return _Literal(text, text.encode("utf-8", "surrogateescape"), number, boolean, tok.column, tok.source)
+
+
+# ------------------------------------------------------------------ tests
+
+
+def _never(v: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Tests:
+    """One comparison, specialized per kind of value it may meet."""
+
+    on_bytes: Test
+    on_str: Test
+    on_num: Test
+    on_bool: Test
+    on_list: Test
+
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _num_test(op: str, x: int | float) -> Test:
+    if isinstance(x, float) and math.isnan(x):
+        # nan == nan finds NaN values; no NaN is ordered.
+        if op == "==":
+            return lambda v: bool(v != v)
+        if op == "!=":
+            return lambda v: bool(v == v)
+        return _never
+    f = _COMPARE[op]
+    return lambda v: f(v, x)
+
+
+def _dispatch(tests: _Tests, v: Any) -> bool:
+    while type(v) is tuple:
+        v = v[0]
+    t = type(v)
+    if t is bytes:
+        return tests.on_bytes(v)
+    if t is str:
+        return tests.on_str(v)
+    if t is int or t is float:
+        return tests.on_num(v)
+    if t is bool:
+        return tests.on_bool(v)
+    if t is list:
+        return tests.on_list(v)
+    return False
+
+
+def _compare_tests(op: str, lit: _Literal) -> _Tests:
+    f = _COMPARE[op]
+    s, b = lit.text, lit.data
+    on_num = _never if lit.number is None else _num_test(op, lit.number)
+    boolean = lit.boolean
+    on_bool = _never if boolean is None else (lambda v: f(v, boolean))
+    return _Tests(lambda v: f(v, b), lambda v: f(v, s), on_num, on_bool, _never)
+
+
+def _contains_tests(lit: _Literal) -> _Tests:
+    s, b = lit.text, lit.data
+    element = _compare_tests("==", lit)
+
+    def on_list(v: Any) -> bool:
+        return any(_dispatch(element, x) for x in v)
+
+    return _Tests(lambda v: b in v, lambda v: s in v, _never, _never, on_list)
+
+
+def _matches_tests(lit: _Literal) -> _Tests:
+    try:
+        rx = re.compile(lit.text)
+    except re.error as e:
+        where = f" at position {e.pos}" if e.pos is not None else ""
+        raise FilterError(f"bad regular expression: {e.msg}{where}", lit.column) from None
+    search = rx.search
+
+    def on_bytes(v: Any) -> bool:
+        return search(v.decode("utf-8", "surrogateescape")) is not None
+
+    def on_str(v: Any) -> bool:
+        return search(v) is not None
+
+    tests = _Tests(on_bytes, on_str, _never, _never, _never)
+
+    def on_list(v: Any) -> bool:
+        return any(_dispatch(tests, x) for x in v)
+
+    return _Tests(on_bytes, on_str, _never, _never, on_list)
+
+
+def _member_tests(lits: list[_Literal]) -> _Tests:
+    texts = frozenset(lit.text for lit in lits)
+    datas = frozenset(lit.data for lit in lits)
+    numbers = [lit.number for lit in lits if lit.number is not None]
+    has_nan = any(isinstance(x, float) and math.isnan(x) for x in numbers)
+    nums = frozenset(x for x in numbers if x == x)
+    bools = frozenset(lit.boolean for lit in lits if lit.boolean is not None)
+
+    def on_num(v: Any) -> bool:
+        return v in nums or (has_nan and v != v)
+
+    return _Tests(datas.__contains__, texts.__contains__, on_num if numbers else _never, bools.__contains__, _never)
+
+
+def _field_predicate(field: _Field, tests: _Tests) -> Predicate:
+    get = field.get
+    kind = field.kind
+    if kind == _ANY:
+
+        def any_pred(o: Origin, m: Message) -> bool:
+            v = get(o, m)
+            return v is not None and _dispatch(tests, v)
+
+        return any_pred
+    f = {
+        _NUM: tests.on_num,
+        _BYTES: tests.on_bytes,
+        _STR: tests.on_str,
+        _BOOL: tests.on_bool,
+        _LIST: tests.on_list,
+    }[kind]
+
+    def pred(o: Origin, m: Message) -> bool:
+        v = get(o, m)
+        return v is not None and f(v)
+
+    return pred
+
+
+def _key_predicate(on_text: Test, on_num: Test | None) -> Predicate:
+    """A numeric key compares as a number with a number; otherwise the key
+    compares as its text (key_text: a decoded key's sexp, a raw key's 0x hex)."""
+
+    def pred(o: Origin, m: Message) -> bool:
+        body = m.body
+        if type(body) is DeltaView:
+            if on_num is not None:
+                k = body.key
+                while type(k) is tuple:
+                    k = k[0]
+                t = type(k)
+                if t is int or t is float:
+                    return on_num(k)
+            return on_text(key_text(body))
+        if type(body) is DeltaMsg:
+            return on_text("0x" + body.key.hex())
+        return False
+
+    return pred
+
+
+def _key_member_predicate(tests: _Tests, any_number: bool) -> Predicate:
+    on_text, on_num = tests.on_str, tests.on_num
+
+    def pred(o: Origin, m: Message) -> bool:
+        body = m.body
+        if type(body) is DeltaView:
+            if any_number:
+                k = body.key
+                while type(k) is tuple:
+                    k = k[0]
+                t = type(k)
+                if (t is int or t is float) and on_num(k):
+                    return True
+            return on_text(key_text(body))
+        if type(body) is DeltaMsg:
+            return on_text("0x" + body.key.hex())
+        return False
+
+    return pred
+
+
+def _truth_predicate(field: _Field) -> Predicate:
+    get = field.get
+
+    def pred(o: Origin, m: Message) -> bool:
+        # Getters unwrap options; present and not empty, zero or false.
+        return bool(get(o, m))
+
+    return pred
+
+
+def _any_of(preds: list[Predicate]) -> Predicate:
+    if len(preds) == 1:
+        return preds[0]
+    if len(preds) == 2:
+        a, b = preds
+        return lambda o, m: a(o, m) or b(o, m)
+    items = tuple(preds)
+
+    def pred(o: Origin, m: Message) -> bool:
+        return any(p(o, m) for p in items)
+
+    return pred
+
+
+def _all_of(preds: list[Predicate]) -> Predicate:
+    if len(preds) == 1:
+        return preds[0]
+    if len(preds) == 2:
+        a, b = preds
+        return lambda o, m: a(o, m) and b(o, m)
+    items = tuple(preds)
+
+    def pred(o: Origin, m: Message) -> bool:
+        return all(p(o, m) for p in items)
+
+    return pred
+
+
+def _negate(p: Predicate) -> Predicate:
+    return lambda o, m: not p(o, m)
+
+
+# ------------------------------------------------------------------ parser
+
+_COMPARISONS = frozenset(_COMPARE)
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+
+
+def _suggest(word: str, candidates: Iterable[str]) -> str | None:
+    found = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.tokens = _lex(text)
+        self.i = 0
+        self.fields: set[str] = set()
+
+    # -------------------------------------------------------- helpers
+
+    def peek(self) -> _Token:
+        return self.tokens[self.i]
+
+    def take(self) -> _Token:
+        tok = self.tokens[self.i]
+        if tok.kind != "end":
+            self.i += 1
+        return tok
+
+    def at_word(self, *words: str) -> bool:
+        tok = self.tokens[self.i]
+        return tok.kind == "word" and tok.value in words
+
+    def at_op(self, *ops: str) -> bool:
+        tok = self.tokens[self.i]
+        return tok.kind == "op" and tok.value in ops
+
+    def expected(self, what: str) -> FilterError:
+        """`expected WHAT after 'PREV'` at the current token."""
+        tok = self.peek()
+        prev = self.tokens[self.i - 1] if self.i > 0 else None
+        message = f"expected {what}"
+        if prev is not None:
+            message += f" after '{prev.source}'"
+        if tok.kind != "end":
+            message += f", found '{tok.source}'"
+        return FilterError(message, tok.column)
+
+    # -------------------------------------------------------- grammar
+
+    def parse(self) -> Predicate:
+        if self.peek().kind == "end":
+            raise FilterError("empty filter", 1)
+        pred = self.or_expr()
+        tok = self.peek()
+        if tok.kind != "end":
+            if tok.kind == "op" and tok.value == ")":
+                raise FilterError("unexpected ')' with no '(' to close", tok.column)
+            raise FilterError(f"expected 'and' or 'or' before '{tok.source}'", tok.column)
+        return pred
+
+    def or_expr(self) -> Predicate:
+        preds = [self.and_expr()]
+        while self.at_word("or") or self.at_op("||"):
+            self.take()
+            preds.append(self.and_expr())
+        return _any_of(preds)
+
+    def and_expr(self) -> Predicate:
+        preds = [self.unary()]
+        while self.at_word("and") or self.at_op("&&"):
+            self.take()
+            preds.append(self.unary())
+        return _all_of(preds)
+
+    def unary(self) -> Predicate:
+        if self.at_word("not") or self.at_op("!"):
+            self.take()
+            return _negate(self.unary())
+        if self.at_op("("):
+            opening = self.take()
+            pred = self.or_expr()
+            if not self.at_op(")"):
+                tok = self.peek()
+                found = "" if tok.kind == "end" else f", found '{tok.source}'"
+                raise FilterError(f"expected ')' to close the '(' at column {opening.column}{found}", tok.column)
+            self.take()
+            return pred
+        return self.test()
+
+    def test(self) -> Predicate:
+        tok = self.peek()
+        if tok.kind != "word" or tok.value in _KEYWORDS or tok.value in ("true", "false"):
+            raise self.expected("a field name")
+        field = self.field(tok)
+        self.take()
+        self.fields.add(tok.value)
+        nxt = self.peek()
+        if nxt.kind == "op" and nxt.value in _COMPARISONS:
+            op = self.take()
+            lit = self.value()
+            self.check(field, op, [lit])
+            if field.kind == _KEY:
+                tests = _compare_tests(op.value, lit)
+                return _key_predicate(tests.on_str, tests.on_num if lit.number is not None else None)
+            return _field_predicate(field, _compare_tests(op.value, lit))
+        if self.at_word("contains"):
+            op = self.take()
+            self.check(field, op, [])
+            lit = self.value()
+            if field.kind == _KEY:
+                return _key_predicate(_contains_tests(lit).on_str, None)
+            return _field_predicate(field, _contains_tests(lit))
+        if self.at_word("matches") or self.at_op("~"):
+            op = self.take()
+            self.check(field, op, [])
+            lit = self.value()
+            if field.kind == _KEY:
+                return _key_predicate(_matches_tests(lit).on_str, None)
+            return _field_predicate(field, _matches_tests(lit))
+        negated = False
+        if self.at_word("not") and self.tokens[self.i + 1].kind == "word" and self.tokens[self.i + 1].value == "in":
+            self.take()
+            negated = True
+        if self.at_word("in"):
+            op = self.take()
+            lits = self.value_set()
+            self.check(field, op, lits)
+            tests = _member_tests(lits)
+            if field.kind == _KEY:
+                pred = _key_member_predicate(tests, any(lit.number is not None for lit in lits))
+            else:
+                pred = _field_predicate(field, tests)
+            if negated:
+                # Absent stays false: `not in` is "present and not one of".
+                inner, present = pred, self.presence(field)
+                return lambda o, m: present(o, m) and not inner(o, m)
+            return pred
+        if nxt.kind == "string" or (nxt.kind == "word" and nxt.value not in ("and", "or")) or self.at_op("{"):
+            raise self.expected("an operator")
+        return _truth_predicate(field)
+
+    def presence(self, field: _Field) -> Predicate:
+        get = field.get
+        return lambda o, m: get(o, m) is not None
+
+    def field(self, tok: _Token) -> _Field:
+        name = tok.value
+        known = _FIELDS.get(name)
+        if known is not None:
+            return known
+        head, _, rest = name.partition(".")
+        if head == "field":
+            parts = rest.split(".") if rest else []
+            if not parts or not _IDENT_RE.match(name):
+                raise FilterError(f"bad field name '{name}': a row field is field.NAME or field.NAME.SUB", tok.column)
+            return _Field(name, _ANY, _row_getter(parts[0], tuple(parts[1:])))
+        if not _IDENT_RE.match(name):
+            raise self.expected("a field name")
+        suggestion = _ALIASES.get(name) or _suggest(name, _FIELDS)
+        if suggestion is None and rest and _suggest(head, ["field"]):
+            suggestion = f"field.{rest}"
+        hint = f" (did you mean '{suggestion}'?)" if suggestion else ""
+        raise FilterError(f"unknown field '{name}'{hint}", tok.column)
+
+    def value(self) -> _Literal:
+        tok = self.peek()
+        if tok.kind == "string" or (tok.kind == "word" and tok.value not in _KEYWORDS):
+            self.take()
+            return _literal(tok)
+        raise self.expected("a value")
+
+    def value_set(self) -> list[_Literal]:
+        if not self.at_op("{"):
+            raise self.expected("'{'")
+        self.take()
+        lits = [self.value()]
+        while not self.at_op("}"):
+            if self.at_op(","):
+                self.take()
+                lits.append(self.value())
+            elif self.peek().kind == "string" or (self.peek().kind == "word" and self.peek().value not in _KEYWORDS):
+                lits.append(self.value())
+            else:
+                raise self.expected("',' or '}'")
+        self.take()
+        return lits
+
+    def check(self, field: _Field, op: _Token, lits: list[_Literal]) -> None:
+        """Compile-time checks for the built-in fields, whose kind is known."""
+        kind, name, o = field.kind, field.name, op.value
+        if kind in (_KEY, _ANY):
+            return
+        what = _WHAT[kind]
+        if o in ("contains", "matches", "~") and kind in (_NUM, _BOOL):
+            raise FilterError(f"'{op.source}' does not apply to {name} ({what})", op.column)
+        if o in ("<", "<=", ">", ">=") and kind in (_BOOL, _LIST):
+            raise FilterError(f"'{o}' does not apply to {name} ({what})", op.column)
+        if o in ("==", "!=", "in") and kind == _LIST:
+            raise FilterError(f"'{o}' does not apply to {name} ({what}): use 'contains' or 'matches'", op.column)
+        for lit in lits:
+            if kind == _NUM and lit.number is None:
+                raise FilterError(f"expected a number for {name}, found '{lit.source}'", lit.column)
+            if kind == _BOOL and lit.boolean is None:
+                raise FilterError(f"expected true or false for {name}, found '{lit.source}'", lit.column)
+            if field.choices and o in ("==", "!=", "in") and lit.text not in field.choices:
+                lower = {c.lower(): c for c in field.choices}
+                guess = lower.get(lit.text.lower()) or _suggest(lit.text, field.choices)
+                hint = f"did you mean '{guess}'?" if guess else ", ".join(field.choices)
+                raise FilterError(f"unknown {field.choice_what} '{lit.text}' ({hint})", lit.column)
