@@ -16,6 +16,11 @@ import click
 from ripple_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, RippleError
 
 
+class PipeClosed(Exception):
+    """stdout's reader went away; deliberately not an OSError, so that
+    Click lets it through to `run_guarded`."""
+
+
 def _stderr_line(stderr: TextIO, text: str) -> None:
     try:
         stderr.write(text.rstrip("\n") + "\n")
@@ -45,12 +50,11 @@ def run_guarded(main: Callable[[], int | None], stderr: TextIO | None = None, pr
         e.show(file=err)
         code = e.exit_code
     except click.exceptions.Abort:
-        _stderr_line(err, "")
-        code = EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED  # Click has already ended the line
     except RippleError as e:
         _stderr_line(err, f"{prog}: {e.message}")
         code = e.exit_code
-    except BrokenPipeError:
+    except (BrokenPipeError, PipeClosed):
         _quiet_broken_pipe()
     except KeyboardInterrupt:
         _stderr_line(err, "")

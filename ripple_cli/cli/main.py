@@ -10,7 +10,7 @@ import click
 
 from ripple_cli import __version__
 from ripple_cli.cli.environment import Environment
-from ripple_cli.cli.guard import run_guarded
+from ripple_cli.cli.guard import PipeClosed, run_guarded
 
 # name -> (module, attribute, one-line help shown by `ripple --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "encode": ("ripple_cli.cli.commands.encode", "encode", "Write envelopes from canonical s-expressions."),
     "verify": ("ripple_cli.cli.commands.verify", "verify", "Check framing, CRCs and sequence rules (for CI)."),
     "schema": ("ripple_cli.cli.commands.schema", "schema", "Show, check and extract schemas."),
+    "tap": ("ripple_cli.cli.commands.tap", "tap", "Decode live traffic: a transparent proxy, or sniffing."),
+    "replay": ("ripple_cli.cli.commands.replay", "replay", "Send a recorded stream or capture to a consumer, paced."),
 }
 
 
@@ -32,6 +34,14 @@ class LazyGroup(click.Group):
         cmd = getattr(importlib.import_module(module), attr)
         assert isinstance(cmd, click.Command)
         return cmd
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # Click turns a broken pipe into exit status 1 on its own; pass it
+        # to our guard instead, which exits quietly with 141 like a C tool.
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as e:
+            raise PipeClosed() from e
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The short help comes from the table above: no import needed.

@@ -158,7 +158,7 @@ def read_count(buf: bytes, pos: int) -> tuple[int, int]:
 def read_tag(buf: bytes, pos: int, count: int, what: str) -> tuple[int, int]:
     """A variant's constructor index (one byte: fewer than 256 constructors)."""
     if pos >= len(buf):
-        raise DecodeError(f"truncated: need a {what} tag", pos)
+        raise DecodeError(f"truncated: need the {what} tag", pos)
     t = buf[pos]
     if t >= count:
         raise DecodeError(f"bad {what} tag {t}", pos)

@@ -189,3 +189,19 @@ class FrameDecoder:
         if final and self._damage is not None:
             self._close_damage(n, out)
         self._pos = p
+
+
+def find_envelope(buf: bytes | bytearray, max_payload: int = DEFAULT_MAX_PAYLOAD) -> int | None:
+    """Where the first whole envelope with a valid CRC starts in `buf`, or
+    None.  Used to recognise Ripple traffic by its content."""
+    p = buf.find(MAGIC)
+    n = len(buf)
+    while p >= 0:
+        if n - p >= OVERHEAD:
+            _m, version, _t, _f, _s, _ts, _fp, length = HEADER.unpack_from(buf, p)
+            end = p + HEADER_SIZE + length
+            plausible = version == VERSION and 0 <= length <= max_payload and end + 4 <= n
+            if plausible and CRC.unpack_from(buf, end)[0] == crc32c(memoryview(buf)[p:end]):
+                return p
+        p = buf.find(MAGIC, p + 1)
+    return None

@@ -46,10 +46,20 @@ KINDS = {
     "midstream": "a stream entered part-way: bytes before the first envelope boundary (a warning)",
     "unknown_type": "a message type tag this protocol version does not define",
     "flags": "non-zero reserved flags",
-    "unknown_schema": "a Delta whose schema fingerprint is not known",
     "seq_order": "an envelope sequence number not above the previous one",
     "delta_gap": "Delta sequence_no jumped: messages lost",
     "delta_duplicate": "Delta sequence_no at or below the last applied",
     "delta_before_schema": "a Delta before any Handshake declared its output",
     "negotiation_failed": "a Schema_negotiation with ok false",
+}
+
+# Notes about a capture itself rather than a stream's content (CaptureNote).
+CAPTURE_KINDS = {
+    "bad_capture": "a capture file that cannot be read past this point",
+    "capture_truncated": "a capture file cut short inside a record",
+    "unsupported_linktype": "packets of a link type ripple does not decode",
+    "ip_fragment": "an IP fragment (not reassembled): its TCP bytes are missing",
+    "conflicting_overlap": "a retransmitted TCP segment whose bytes differ from the first copy",
+    "evicted": "an idle connection dropped to stay within --max-flows",
+    "port_reused": "a new connection on the same addresses and ports",
 }

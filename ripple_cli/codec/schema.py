@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from ripple_cli.codec import binprot as bp
-from ripple_cli.codec.errors import DecodeError, EncodeError
+from ripple_cli.codec.errors import DecodeError
 from ripple_cli.sexp.tree import Sexp, parse_int
 
 PRIMITIVES = ("Int", "Int32", "Int64", "Float", "Bool", "String")
@@ -321,9 +321,3 @@ def schema_of_sexp(s: Sexp, path: str = "schema") -> Schema:
     items = expect_list(f["fields"], "a list of fields", path + ".fields")
     fields = tuple(field_of_sexp(x, f"{path}.fields[{i}]") for i, x in enumerate(items))
     return Schema(name, version, key, fields)
-
-
-def check_encodable(s: Schema) -> None:
-    """Constraints bin_prot puts on a schema's Delta.t (checked once, when compiled)."""
-    if len(s.fields) > 255:
-        raise EncodeError(f"schema {text(s.fingerprint)}: more than 255 fields")

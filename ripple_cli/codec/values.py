@@ -66,7 +66,7 @@ def read_ctor(buf: bytes, pos: int, count: int, what: str) -> tuple[int, int]:
     if tag_width(count) == 1:
         return bp.read_tag(buf, pos, count, what)
     if pos + 2 > len(buf):
-        raise DecodeError(f"truncated: need a {what} tag", pos)
+        raise DecodeError(f"truncated: need the {what} tag", pos)
     t = buf[pos] | (buf[pos + 1] << 8)
     if t >= count:
         raise DecodeError(f"bad {what} tag {t}", pos)

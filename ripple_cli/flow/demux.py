@@ -20,13 +20,25 @@ from ripple_cli.capture.events import (
     StreamId,
     StreamStart,
 )
-from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, HEADER_SIZE, MAGIC, OVERHEAD
+from ripple_cli.codec.framing import find_envelope
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.stream import DeltaMode, Event, Message, StreamDecoder
 from ripple_cli.flow.origin import Origin
 
 Output = tuple[Origin, Event]
+DETECT_LIMIT = 1 << 20  # bytes a connection may show before it is judged not Ripple
+
+
+def _wanted(buf: bytearray, max_payload: int) -> int:
+    """How many bytes the last plausible envelope header in `buf` needs, so
+    that a large first envelope is waited for rather than missed."""
+    p = buf.rfind(MAGIC)
+    if p < 0 or len(buf) - p < HEADER_SIZE:
+        return 0
+    length = int.from_bytes(buf[p + HEADER_SIZE - 4 : p + HEADER_SIZE], "little", signed=True)
+    return p + OVERHEAD + length if 0 <= length <= max_payload else 0
 
 
 @dataclass
@@ -52,6 +64,7 @@ class Demux:
         max_payload: int = DEFAULT_MAX_PAYLOAD,
         check_rules: bool = False,
         want: Callable[[StreamId | None], bool] | None = None,
+        detect: bool = False,
     ) -> None:
         self.source = source
         self.registry = registry
@@ -60,6 +73,14 @@ class Demux:
         self.check_rules = check_rules
         self.want = want or (lambda _s: True)
         self.streams: dict[StreamId | None, StreamState] = {}
+        # Content detection (captures read without --port): a connection is
+        # decoded once either direction shows a whole envelope with a valid
+        # CRC; until then its events wait here, bounded by DETECT_LIMIT.
+        self.detect = detect
+        self._verdict: dict[int, bool] = {}  # connection -> carries Ripple
+        self._pending: dict[StreamId, list[CaptureEvent]] = {}
+        self._pending_bytes: dict[StreamId, bytearray] = {}
+        self.not_ripple: dict[StreamId, str] = {}  # streams left undecoded, and why
 
     def _state(self, stream: StreamId | None, syn_seen: bool = True) -> StreamState:
         st = self.streams.get(stream)
@@ -83,6 +104,16 @@ class Demux:
         stream = event.stream
         if not self.want(stream):
             return []
+        if self.detect and stream is not None:
+            verdict = self._verdict.get(stream.connection)
+            if verdict is None:
+                return self._hold(stream, event)
+            if not verdict:
+                return []
+        return self._process(event)
+
+    def _process(self, event: CaptureEvent) -> list[Output]:
+        stream = event.stream
         if isinstance(event, StreamStart):
             self._state(stream, event.syn_seen)
             return []
@@ -98,9 +129,40 @@ class Demux:
             return self._emit(st, st.decoder.finish(), event.time_ns)
         raise TypeError(f"not a capture event: {event!r}")
 
+    def _hold(self, stream: StreamId, event: CaptureEvent) -> list[Output]:
+        self._pending.setdefault(stream, []).append(event)
+        buf = self._pending_bytes.setdefault(stream, bytearray())
+        if isinstance(event, StreamData):
+            buf += event.data
+            if find_envelope(buf, self.max_payload) is not None:
+                return self._decide(stream.connection, True)
+            if len(buf) > max(DETECT_LIMIT, _wanted(buf, self.max_payload)):
+                return self._decide(stream.connection, False, f"no Ripple envelope in its first {len(buf)} bytes")
+        elif isinstance(event, StreamEnd):
+            ends = [s for s in self._pending if s.connection == stream.connection]
+            if all(any(isinstance(e, StreamEnd) for e in self._pending[s]) for s in ends):
+                return self._decide(stream.connection, False, "no Ripple envelope")
+        return []
+
+    def _decide(self, connection: int, ripple: bool, why: str = "") -> list[Output]:
+        self._verdict[connection] = ripple
+        held = [s for s in self._pending if s.connection == connection]
+        out: list[Output] = []
+        for s in held:
+            events = self._pending.pop(s)
+            self._pending_bytes.pop(s, None)
+            if ripple:
+                for e in events:
+                    out.extend(self._process(e))
+            else:
+                self.not_ripple[s] = why
+        return out
+
     def finish(self, time_ns: int | None = None) -> list[Output]:
         """The input is over: streams still open end here."""
         out: list[Output] = []
+        for conn in sorted({s.connection for s in self._pending}):
+            out.extend(self._decide(conn, False, "no Ripple envelope"))
         for st in self.streams.values():
             if st.ended is None:
                 st.ended = "end of input"

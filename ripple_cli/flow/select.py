@@ -18,7 +18,9 @@ def stream_predicate(stream: tuple[int, str | None] | None) -> Callable[[StreamI
     number, direction = stream
 
     def want(s: StreamId | None) -> bool:
-        return s is not None and s.connection == number and (direction is None or s.direction == direction)
+        if s is None:  # a raw stream file has no connections to choose from
+            return True
+        return s.connection == number and (direction is None or s.direction == direction)
 
     return want
 

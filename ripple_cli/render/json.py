@@ -14,8 +14,11 @@ from ripple_cli.flow.origin import Origin
 
 def dumps(obj: Any) -> bytes:
     # allow_nan is off: NaN and infinities are already strings, so any left
-    # would be a bug, not silently invalid JSON.
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    # would be a bug, not silently invalid JSON.  A name that is not UTF-8
+    # (schema, field, enum constructor: kept with surrogateescape) comes out
+    # as \udcXX escapes: still valid JSON, and Python reads it back exactly.
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8", "backslashreplace")
 
 
 def origin_json(origin: Origin) -> dict[str, Any]:

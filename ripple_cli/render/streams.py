@@ -5,36 +5,44 @@ from __future__ import annotations
 from rich.table import Table
 
 from ripple_cli.cli.environment import Environment
-from ripple_cli.codec.jsonview import iso_time
 from ripple_cli.flow.demux import Demux
-from ripple_cli.render.table import make_console
+from ripple_cli.render.table import make_console, time_of_day
 
 
 def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
     console, stream = make_console(env)
+    several = len(demuxes) > 1
     t = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("source", "stream", "from", "to", "messages", "bytes", "problems", "first", "last", "end"):
-        t.add_column(col, justify="right" if col in ("messages", "bytes", "problems") else "left", no_wrap=True)
+    cols = ["source"] if several else []
+    cols += ["stream", "from", "to", "msgs", "bytes", "problems", "first (UTC)", "last (UTC)", "end"]
+    for col in cols:
+        t.add_column(col, justify="right" if col in ("msgs", "bytes", "problems") else "left", no_wrap=True)
     for demux in demuxes:
-        for st in demux.streams.values():
-            s = st.stream
+        rows = [
+            (st.stream, str(st.messages), str(st.bytes), str(st.problems), st.first_ns, st.last_ns, st.ended or "")
+            for st in demux.streams.values()
+        ]
+        rows += [(s, "0", "0", "0", None, None, f"not Ripple: {why}") for s, why in demux.not_ripple.items()]
+        rows.sort(key=lambda r: (r[0].connection, r[0].direction) if r[0] is not None else (0, ""))
+        for s, msgs, size, problems, first, last, end in rows:
             if s is None:
                 ident, src, dst = "-", "", ""
             else:
                 a, b = (s.client, s.server) if s.from_client else (s.server, s.client)
                 ident, src, dst = s.key, str(a), str(b)
-            t.add_row(
-                demux.source,
+            cells = [demux.source] if several else []
+            cells += [
                 ident,
                 src,
                 dst,
-                str(st.messages),
-                str(st.bytes),
-                str(st.problems),
-                iso_time(st.first_ns) if st.first_ns is not None else "",
-                iso_time(st.last_ns) if st.last_ns is not None else "",
-                st.ended or "",
-            )
+                msgs,
+                size,
+                problems,
+                time_of_day(first) if first is not None else "",
+                time_of_day(last) if last is not None else "",
+                end,
+            ]
+            t.add_row(*cells)
     console.print(t)
     stream.detach()
     env.stdout.flush()

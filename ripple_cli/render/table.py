@@ -63,7 +63,7 @@ class TableRenderer:
         self._header_done = False
         # Wider terminals give the name columns room before the summary.
         w = self.console.width
-        self._widths = (12, 8, 8) if w < 110 else (14, 10, 12) if w < 150 else (18, 12, 20)
+        self._widths = (8, 6, 6) if w < 100 else (12, 8, 8) if w < 110 else (14, 10, 12) if w < 150 else (18, 12, 20)
 
     def _table(self) -> Table:
         t = Table(

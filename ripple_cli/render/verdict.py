@@ -19,7 +19,8 @@ def _plural(n: int, word: str) -> str:
 def problem_line(report: Report, p: Problem) -> str:
     label = "error" if report.is_problem(p) else "warning"
     seq = f" (seq {p.seq})" if p.seq is not None else ""
-    return f"  {label}: offset {p.offset}{seq}: {p.kind}: {p.detail}" + (
+    where = f"offset {p.offset}{seq}: " if p.offset >= 0 else ""
+    return f"  {label}: {where}{p.kind}: {p.detail}" + (
         f"; skipped {p.skipped} bytes to offset {p.offset + p.skipped}" if p.skipped else ""
     )
 
@@ -57,7 +58,7 @@ def text_report(report: Report, unreadable: list[str]) -> str:
 
 def _problem_json(report: Report, p: Problem) -> dict[str, Any]:
     return {
-        "offset": p.offset,
+        "offset": p.offset if p.offset >= 0 else None,
         "kind": p.kind,
         "severity": "error" if report.is_problem(p) else "warning",
         "detail": p.detail,

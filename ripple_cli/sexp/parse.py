@@ -183,10 +183,10 @@ class _Reader:
                 hx = text[j + 2 : j + 4]
                 if j + 4 > n:
                     raise self.error("unterminated string", start, incomplete=True)
-                try:
-                    out.append(int(hx, 16))
-                except ValueError:
-                    raise self.error("bad escape: \\x needs two hex digits", j) from None
+                # int(hx, 16) alone would also take " f", "+f" or "f ".
+                if len(hx) != 2 or not all(c in b"0123456789abcdefABCDEF" for c in hx):
+                    raise self.error("bad escape: \\x needs two hex digits", j)
+                out.append(int(hx, 16))
                 i = j + 4
             elif e == 0x0D and j + 2 >= n:
                 raise self.error("unterminated string", start, incomplete=True)

@@ -12,6 +12,17 @@ from ripple_cli.cli.environment import Environment
 from ripple_cli.errors import InputUnreadable, UsageProblem
 
 
+def _mode_for(path: str) -> int:
+    """The mode the file would have had if opened plainly: an existing
+    file's own, else 0666 less the umask (mkstemp makes 0600)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def binary_output(path: str | None, env: Environment) -> Iterator[BinaryIO]:
     """Yields a stream for envelopes.  A file appears only when everything
@@ -31,6 +42,7 @@ def binary_output(path: str | None, env: Environment) -> Iterator[BinaryIO]:
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

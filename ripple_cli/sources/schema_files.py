@@ -22,12 +22,14 @@ def load_schema_file(path: str) -> Schema:
         raise InputUnreadable(f"{path}: cannot read schema file: {e.strerror or e}") from None
     if len(text) > MAX_SCHEMA_FILE:
         raise InputUnreadable(f"{path}: schema file larger than {MAX_SCHEMA_FILE} bytes")
+    return parse_schema_text(text, path)
+
+
+def parse_schema_text(text: bytes, name: str) -> Schema:
     try:
         return schema_of_sexp(parse_one(text))
-    except SexpSyntaxError as e:
-        raise InputUnreadable(f"{path}: not a schema: {e}") from None
-    except SexpShapeError as e:
-        raise InputUnreadable(f"{path}: not a schema: {e}") from None
+    except (SexpSyntaxError, SexpShapeError) as e:
+        raise InputUnreadable(f"{name}: not a schema: {e}") from None
 
 
 def schema_paths(locations: Iterable[str]) -> list[str]:

@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+from ripple_cli.sexp import to_string
 from tests.conftest import EXAMPLES, ROOT, run_cli
 
 DEMO = EXAMPLES / "demo.ripple"
@@ -284,3 +286,91 @@ def test_shell_completion() -> None:
     assert r.stdout.split() == [b"plain,--format"]
     script = ripple(env={"_RIPPLE_COMPLETE": "bash_source"})
     assert b"_ripple_completion()" in script.stdout
+
+
+def test_closed_stdout_exits_141_silently() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli", "decode", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None and proc.stdin is not None and proc.stderr is not None
+    stdin = proc.stdin
+
+    def feed() -> None:
+        try:
+            stdin.write(DEMO.read_bytes() * 200)
+            stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    assert proc.stdout.readline().startswith(b"((seq 1)")
+    proc.stdout.close()  # the reader goes away, as `head` does
+    assert proc.wait(timeout=120) == 141
+    assert proc.stderr.read() == b""
+    writer.join(timeout=10)
+
+
+def test_count_zero_shows_nothing() -> None:
+    r = run_cli(["decode", "-c", "0", str(DEMO)])
+    assert r.code == 0 and r.stdout == b""
+
+
+def test_json_with_non_utf8_names(tmp_path: Path) -> None:
+    field = [[b"name", b"f\xac"], [b"typ", [b"Enum", [b"E\xab"]]], [b"default", []]]
+    schema = [[b"name", b"n\xad"], [b"version", b"1"], [b"key", b"String"], [b"fields", [field]]]
+    handshake = [
+        [b"seq", b"1"],
+        [b"time_ns", b"1"],
+        [b"schema", b"ripple.handshake/v1"],
+        [
+            b"msg",
+            [
+                b"Handshake",
+                [[b"source_worker_id", b"w"], [b"output_schemas", [[b"o", schema]]], [b"protocol_version", b"1"]],
+            ],
+        ],
+    ]
+    delta = [
+        [b"seq", b"2"],
+        [b"time_ns", b"2"],
+        [b"schema", b"n\xad/v1"],
+        [
+            b"msg",
+            [
+                b"Delta",
+                [
+                    [b"source_output", b"o"],
+                    [b"key", b"k"],
+                    [b"delta", [b"Set", [[b"f\xac", b"E\xab"]]]],
+                    [b"sequence_no", b"1"],
+                    [b"watermark_ns", []],
+                ],
+            ],
+        ],
+    ]
+    text = to_string(handshake) + b"\n" + to_string(delta) + b"\n"
+    src = tmp_path / "odd.sexp"
+    src.write_bytes(text)
+    stream = tmp_path / "odd.ripple"
+    assert run_cli(["encode", str(src), "-o", str(stream)]).code == 0
+    assert run_cli(["decode", str(stream)]).stdout == text
+    r = run_cli(["decode", "--format", "jsonl", str(stream)])
+    assert r.code == 0
+    docs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert docs[1]["schema"] == "n\udcad/v1"
+    assert docs[1]["msg"]["delta"] == {"op": "set", "row": {"f\udcac": "E\udcab"}}
+
+
+def test_encode_output_file_mode(tmp_path: Path) -> None:
+    out = tmp_path / "out.ripple"
+    old = os.umask(0o022)
+    try:
+        assert run_cli(["encode", str(EXAMPLES / "demo.sexp"), "-o", str(out)]).code == 0
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o644

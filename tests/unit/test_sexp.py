@@ -197,9 +197,19 @@ def test_nan_payload_is_not_kept_by_text_only_its_sign() -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf), ("infinity", math.inf), ("1_000.5", 1000.5),
-     ("0x1p3", 8.0), ("1e3", 1000.0), (".5", 0.5), ("-0", -0.0), ("+1.5", 1.5)],
-)  # fmt: skip
+    [
+        ("nan", math.nan),
+        ("inf", math.inf),
+        ("-inf", -math.inf),
+        ("infinity", math.inf),
+        ("1_000.5", 1000.5),
+        ("0x1p3", 8.0),
+        ("1e3", 1000.0),
+        (".5", 0.5),
+        ("-0", -0.0),
+        ("+1.5", 1.5),
+    ],
+)
 def test_parse_float_accepts_ocaml_forms(text: str, value: float) -> None:
     got = parse_float(text)
     if math.isnan(value):
@@ -236,6 +246,7 @@ def test_parse_int_forms() -> None:
         (b'"\\x41\\065\\n\\t\\b\\r\\\\\\"\\\' "', [b"AA\n\t\b\r\\\"' "]),
         (b'"\\000\\255"', [b"\x00\xff"]),
         (b'"\\xff\\x0A"', [b"\xff\n"]),
+        (b'"\\xFf"', [b"\xff"]),
         (b'"a\\\n   b"', [b"ab"]),
         (b'"a\\\r\n \tb"', [b"ab"]),
         (b'"a\\\nb\\\n  c"', [b"abc"]),
@@ -284,6 +295,9 @@ def test_parser_accepts(text: bytes, values: list) -> None:  # type: ignore[type
         (b'(a\n  (b c)\n  "x\\q\\25"', "line 3, column 7: bad escape: \\DDD needs three decimal digits"),
         (b'"\\256"', "line 1, column 2: bad escape: \\256 is above 255"),
         (b'"\\xZ1"', "line 1, column 2: bad escape: \\x needs two hex digits"),
+        (b'"\\x f"', "line 1, column 2: bad escape: \\x needs two hex digits"),
+        (b'"\\x+f"', "line 1, column 2: bad escape: \\x needs two hex digits"),
+        (b'"\\xf "', "line 1, column 2: bad escape: \\x needs two hex digits"),
         (b"a\n b|#c", "line 2, column 3: unexpected '|#'"),
         (b"|#b", "line 1, column 1: unexpected '|#'"),
         (b"a#|b|#", "line 1, column 2: unexpected '#|' inside an atom"),
@@ -341,7 +355,6 @@ def stream_values(chunks: list[bytes]) -> list:  # type: ignore[type-arg]
 
 def test_sexp_stream_whole() -> None:
     assert stream_values([STREAM_TEXT]) == STREAM_EXPECTED
-    assert [(1 + STREAM_TEXT.count(b"\n", 0, 0), v) for _, v in STREAM_EXPECTED][0][1] == parse_many(STREAM_TEXT)[0]
     assert [v for _, v in STREAM_EXPECTED] == parse_many(STREAM_TEXT)
 
 

@@ -203,8 +203,9 @@ def test_set_and_remove_bytes_of_section_7() -> None:
 
 
 def test_build_envelope_of_the_delta_payload() -> None:
-    body = DeltaView(b"vwap", b"AAPL", Patch(((0, 101.25), (2, (b"XNYS",)))), 42, 1700000000000000000,
-                     CompiledSchema(VWAP_V2))  # fmt: skip
+    body = DeltaView(
+        b"vwap", b"AAPL", Patch(((0, 101.25), (2, (b"XNYS",)))), 42, 1700000000000000000, CompiledSchema(VWAP_V2)
+    )
     payload = write_payload(body)
     assert payload == DELTA_104[59:-4]
     assert build_envelope(DELTA, 42, 1700000000000000123, b"vwap/v2", payload) == DELTA_104

@@ -81,7 +81,7 @@ def decode(
 
         demuxes = []
         for path in files or ("-",):
-            demux = Demux(display_name(path), registry, DeltaMode.RAW, max_payload, want=want_stream)
+            demux = Demux(display_name(path), registry, DeltaMode.RAW, max_payload, want=want_stream, detect=not ports)
             for ev in input_events(path, env.stdin, port_set, max_flows):
                 _count_only(report, demux.feed(ev))
             _count_only(report, demux.finish())
@@ -97,7 +97,7 @@ def decode(
         for path in files or ("-",):
             name = display_name(path)
             rep = report.source(name)
-            demux = Demux(name, registry, mode, max_payload, want=want_stream)
+            demux = Demux(name, registry, mode, max_payload, want=want_stream, detect=not ports)
             events = input_events(path, env.stdin, port_set, max_flows)
             # A pipe is watched live: show each message as soon as it is
             # decoded.  A file is read as fast as it goes, output in blocks.
@@ -111,6 +111,8 @@ def decode(
                         renderer.problem(origin, item)
                         continue
                     report.message(rep, item, type_name(item.frame.tag))
+                    if count is not None and shown >= count:
+                        return report.exit_code
                     if select(origin, item):
                         renderer.message(origin, item)
                         shown += 1

@@ -18,8 +18,8 @@ from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
 from ripple_cli.errors import EXIT_PROBLEMS, InputUnreadable, UsageProblem
 from ripple_cli.render.json import dumps
 from ripple_cli.sexp.write import to_string, to_string_hum
-from ripple_cli.sources.files import display_name, read_chunks
-from ripple_cli.sources.schema_files import load_schema_file
+from ripple_cli.sources.files import display_name, read_all, read_chunks
+from ripple_cli.sources.schema_files import MAX_SCHEMA_FILE, load_schema_file, parse_schema_text
 
 
 @click.group()
@@ -46,12 +46,32 @@ def schemas_in_stream(path: str, env: Environment, max_payload: int) -> list[tup
             return list(found.values())
 
 
-def _is_stream(path: str) -> bool:
+def _load_show_input(path: str, env: Environment, max_payload: int) -> tuple[bool, list[tuple[bytes, Schema]]]:
+    """(is a stream, its schemas): a stream's Handshake schemas, or the one
+    schema of a schema file.  `-` is stdin, either kind."""
+    if path == "-":
+        data = read_all("-", env.stdin, MAX_SCHEMA_FILE)
+        if data[:4] == MAGIC:
+            return True, schemas_in_bytes(data, max_payload)
+        return False, [(b"", parse_schema_text(data, "<stdin>"))]
     try:
         with open(path, "rb") as f:
-            return f.read(4) == MAGIC
+            head = f.read(4)
     except OSError as e:
         raise InputUnreadable(f"{path}: cannot read: {e.strerror or e}") from None
+    if head == MAGIC:
+        return True, schemas_in_stream(path, env, max_payload)
+    return False, [(b"", load_schema_file(path))]
+
+
+def schemas_in_bytes(data: bytes, max_payload: int) -> list[tuple[bytes, Schema]]:
+    found: dict[bytes, tuple[bytes, Schema]] = {}
+    decoder = StreamDecoder(None, DeltaMode.RAW, max_payload)
+    for ev in decoder.feed(data) + decoder.finish():
+        if isinstance(ev, Message) and isinstance(ev.body, Handshake):
+            for output, s in ev.body.output_schemas:
+                found.setdefault(s.fingerprint, (output, s))
+    return list(found.values())
 
 
 @schema.command("show")
@@ -67,20 +87,21 @@ def _is_stream(path: str) -> bool:
 @max_payload_option
 @click.pass_obj
 def show(env: Environment, file: str, fmt: str | None, max_payload: int) -> int:
-    """Show a schema file, or the schemas declared in a stream's Handshakes."""
-    if file != "-" and _is_stream(file):
-        items = schemas_in_stream(file, env, max_payload)
-        if not items:
-            raise InputUnreadable(f"{file}: no Handshake declares a schema in this stream")
-    else:
-        if file == "-":
-            raise UsageProblem("schema show reads a file, not stdin")
-        items = [(b"", load_schema_file(file))]
+    """Show a schema file, or the schemas declared in a stream's Handshakes.
+
+    With --format json a schema file gives one object, a stream an array
+    (one object per schema, with its output).  Exit status 1 when a stream
+    declares no schema.
+    """
+    is_stream, items = _load_show_input(file, env, max_payload)
+    if not items:
+        env.problem_line(f"ripple: {display_name(file)}: no Handshake declares a schema")
+        return EXIT_PROBLEMS
     fmt = fmt or ("table" if env.stdout_isatty else "hum")
     out = env.stdout
     if fmt == "json":
         docs = [{"output": text(o), **schema_to_json(s)} if o else schema_to_json(s) for o, s in items]
-        out.write(dumps(docs if len(docs) > 1 else docs[0]) + b"\n")
+        out.write(dumps(docs if is_stream else docs[0]) + b"\n")
     elif fmt in ("sexp", "hum"):
         for _o, s in items:
             out.write((to_string(sexp_of_schema(s)) if fmt == "sexp" else to_string_hum(sexp_of_schema(s))) + b"\n")
@@ -193,7 +214,10 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
         path = os.path.realpath(os.path.join(root, name))
         if os.path.dirname(path) != root:
             raise UsageProblem(f"{name}: refusing to write outside {out_dir}")
-        with open(path, "wb") as f:
-            f.write(to_string_hum(sexp_of_schema(s)) + b"\n")
+        try:
+            with open(path, "wb") as f:
+                f.write(to_string_hum(sexp_of_schema(s)) + b"\n")
+        except OSError as e:
+            raise InputUnreadable(f"{os.path.join(out_dir, name)}: cannot write: {e.strerror or e}") from None
         env.stdout.write(f"{os.path.join(out_dir, name)}  {text(s.fingerprint)}\n".encode())
     return 0

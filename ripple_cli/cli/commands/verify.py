@@ -75,7 +75,7 @@ def verify(
         per_stream: dict[StreamId | None, SourceReport] = {}
         # Deltas are only validated, unless -Y looks inside them.
         mode = DeltaMode.DECODE if select is not None and select.needs_decoded_deltas else DeltaMode.VALIDATE
-        demux = Demux(name, registry, mode, max_payload, check_rules=True, want=want_stream)
+        demux = Demux(name, registry, mode, max_payload, check_rules=True, want=want_stream, detect=not ports)
         # With -Y, a problem that belongs to a message (it has a seq) is kept
         # only when that message matches; it comes just before the message
         # (payload) or just after it (stream rules), at the same offset.

@@ -1,0 +1,194 @@
+"""`ripple replay`: send a recorded stream or capture to a live consumer, paced."""
+
+from __future__ import annotations
+
+import click
+
+from ripple_cli.cli.environment import Environment
+from ripple_cli.cli.options import capture_options, format_option, max_payload_option, parse_stream_id
+from ripple_cli.codec.problems import Problem, Severity
+from ripple_cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, InvalidInput, RippleError, UsageProblem
+from ripple_cli.flow.origin import Origin
+from ripple_cli.render.base import problem_text
+from ripple_cli.replay.address import HostPort, address_text
+from ripple_cli.replay.run import ReplayOptions
+from ripple_cli.replay.run import replay as run_replay
+from ripple_cli.replay.schedule import Mode, Pacing
+from ripple_cli.replay.source import Clock, load_recordings
+from ripple_cli.replay.stats import ReplayStats
+from ripple_cli.sources.files import display_name
+
+
+@click.command()
+@click.argument("source", type=click.Path(allow_dash=True))
+@click.option("--to", "to", type=HostPort(), metavar="HOST:PORT", help="Connect to the consumer here.")
+@click.option(
+    "--listen",
+    "listen",
+    type=HostPort(),
+    metavar="HOST:PORT",
+    help="Instead, wait for a consumer to connect here (port 0: any free port, printed).",
+)
+@click.option("--topspeed", "-t", is_flag=True, help="Send as fast as possible, no pacing.")
+@click.option(
+    "--multiplier",
+    "-x",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="X",
+    help="Replay X times faster than recorded (0.5: half speed). Default: 1, as recorded.",
+)
+@click.option(
+    "--pps", type=click.FloatRange(min=0, min_open=True), metavar="N", help="Send N messages per second, evenly."
+)
+@click.option(
+    "--clock",
+    "clock",
+    type=click.Choice([c.value for c in Clock]),
+    default=None,
+    help="Times that --multiplier follows: the envelopes' timestamps (default) or the capture's packet times.",
+)
+@click.option(
+    "--loop",
+    "loops",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Send the messages after the Handshake N times over (the Handshake once).",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), metavar="N", help="Send at most N messages in all, Handshakes included."
+)
+@click.option(
+    "--maxsleep",
+    type=click.FloatRange(min=0),
+    metavar="MS",
+    help="Never wait more than MS milliseconds between two messages (the schedule after it moves up).",
+)
+@click.option(
+    "--renumber",
+    is_flag=True,
+    help="Rewrite envelope seq (from 1) and each output's Delta sequence_no (from 1), "
+    "continuing across --loop, with new CRCs.",
+)
+@click.option(
+    "--handshake-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait to connect, and for the peer's answer to the Handshake.",
+)
+@format_option(("text", "json"), "Default: text on stderr; json prints the report on stdout.")
+@capture_options
+@max_payload_option
+@click.pass_obj
+def replay(
+    env: Environment,
+    source: str,
+    to: tuple[str, int] | None,
+    listen: tuple[str, int] | None,
+    topspeed: bool,
+    multiplier: float | None,
+    pps: float | None,
+    clock: str | None,
+    loops: int,
+    limit: int | None,
+    maxsleep: float | None,
+    renumber: bool,
+    handshake_timeout: float,
+    fmt: str | None,
+    ports: tuple[int, ...],
+    stream_id: str | None,
+    max_flows: int,
+    max_payload: int,
+) -> int:
+    """Replay a Ripple stream or capture (SOURCE, or - for stdin) to a consumer.
+
+    ripple plays the producer: it sends the recorded Handshake, waits for the
+    peer's Schema_negotiation (ok false: its errors are printed, exit 1),
+    then sends every other envelope of the source, in order, each at its
+    time.  Only whole envelopes with a valid CRC are sent; problems in the
+    source are reported on stderr and skipped (exit 1 at the end).
+
+    SOURCE is a raw stream (one connection) or a pcap/pcapng: by default
+    every client-to-server direction in it is replayed, one after another,
+    each on a connection of its own; --stream N (or N:c2s) picks one.  The
+    source is read whole before the first connection.
+
+    Pacing follows absolute targets (start + (t - t0) / X), so waits never
+    add up to drift; several messages due at once go in one write.  The
+    report (stderr, or stdout with --format json) gives messages, bytes,
+    elapsed time, achieved rate and the lag of sends behind the schedule.
+
+    Exit status: 0 done, 1 problems in the source or the peer refused or
+    closed the connection, 3 the connection was refused, 130 Ctrl-C.
+    """
+    if (to is None) == (listen is None):
+        raise UsageProblem("give one of --to HOST:PORT (connect) or --listen HOST:PORT (wait for a consumer)")
+    pacing = _pacing(topspeed, multiplier, pps, maxsleep, clock)
+    name = display_name(source)
+    source_problems = 0
+
+    def on_problem(origin: Origin, p: Problem) -> None:
+        nonlocal source_problems
+        if p.severity is Severity.ERROR:
+            source_problems += 1
+        env.problem_line(problem_text(origin, p))
+
+    recordings = load_recordings(
+        source,
+        env.stdin,
+        ports=frozenset(ports),
+        max_flows=max_flows,
+        stream=parse_stream_id(stream_id),
+        max_payload=max_payload,
+        clock=Clock(clock or Clock.ENVELOPE.value),
+        on_problem=on_problem,
+    )
+    if not recordings:
+        where = f"stream {stream_id}" if stream_id else "the client-to-server direction of any connection"
+        raise InvalidInput(f"{name}: nothing to replay: no whole Ripple envelope in {where}")
+
+    peer = address_text(*(to or listen))  # type: ignore[misc]
+    stats = ReplayStats(peer, pacing.describe(), pacing.paced, skipped=source_problems)
+    opts = ReplayOptions(to, listen, pacing, loops, limit, renumber, handshake_timeout, max_payload)
+    try:
+        run_replay(recordings, opts, stats, lambda text: env.problem_line(f"ripple: {text}"))
+    except KeyboardInterrupt:
+        stats.interrupted = True
+        _report(env, stats, fmt)
+        return EXIT_INTERRUPTED
+    except RippleError:
+        # The report only when something was streamed: a refused connection
+        # or Handshake is said in one line.
+        if stats.streamed:
+            _report(env, stats, fmt)
+        raise
+    _report(env, stats, fmt)
+    return EXIT_PROBLEMS if source_problems else EXIT_OK
+
+
+def _pacing(
+    topspeed: bool, multiplier: float | None, pps: float | None, maxsleep: float | None, clock: str | None
+) -> Pacing:
+    chosen = [flag for flag, on in (("--topspeed", topspeed), ("--multiplier", multiplier), ("--pps", pps)) if on]
+    if len(chosen) > 1:
+        raise UsageProblem(f"{' and '.join(chosen)}: choose one way to pace")
+    if clock is not None and (topspeed or pps):
+        raise UsageProblem(f"--clock: {chosen[0]} does not follow recorded times")
+    maxsleep_ns = None if maxsleep is None else int(maxsleep * 1e6)
+    if topspeed:
+        return Pacing(Mode.TOPSPEED)
+    if pps:
+        return Pacing(Mode.PPS, pps=pps, maxsleep_ns=maxsleep_ns)
+    return Pacing(Mode.MULTIPLIER, multiplier=multiplier or 1.0, maxsleep_ns=maxsleep_ns)
+
+
+def _report(env: Environment, stats: ReplayStats, fmt: str | None) -> None:
+    if fmt == "json":
+        env.stdout.write(stats.to_json().encode() + b"\n")
+        env.stdout.flush()
+    else:
+        env.stderr.write(stats.to_text() + "\n")
+        env.stderr.flush()

@@ -1,0 +1,184 @@
+"""`ripple tap`: decode Ripple traffic live, as a transparent proxy or by
+sniffing an interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ripple_cli.analysis.report import Report
+from ripple_cli.capture.pcapng_writer import ROTATE_HELP, parse_rotation
+from ripple_cli.cli.environment import Environment
+from ripple_cli.cli.options import (
+    ByteSize,
+    capture_options,
+    filter_option,
+    format_option,
+    max_payload_option,
+    parse_stream_id,
+    schemas_option,
+    selection_options,
+)
+from ripple_cli.codec.stream import DeltaMode
+from ripple_cli.errors import UsageProblem
+from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.select import message_predicate, stream_predicate
+from ripple_cli.render import FORMATS, default_format, make_renderer
+from ripple_cli.render.base import Renderer
+from ripple_cli.sources.schema_files import load_registry
+from ripple_cli.tap.proxy import HostPort, ProxySource, parse_hostport
+from ripple_cli.tap.record import Recorder
+from ripple_cli.tap.session import Session, Source
+from ripple_cli.tap.sniff import SniffSource
+from ripple_cli.tap.stats import TapStats
+
+
+class HostPortType(click.ParamType):  # type: ignore[type-arg]
+    name = "host:port"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> HostPort:
+        if isinstance(value, HostPort):
+            return value
+        try:
+            return parse_hostport(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+@click.command()
+@click.option("--listen", type=HostPortType(), metavar="HOST:PORT", help="Proxy: accept connections here (:PORT: all).")
+@click.option("--upstream", type=HostPortType(), metavar="HOST:PORT", help="Proxy: forward each connection here.")
+@click.option("-i", "--interface", metavar="IFACE", help="Sniff this interface with tcpdump instead (root needed).")
+@click.option("-f", "--bpf", metavar="FILTER", help="Sniffing: a BPF filter for tcpdump, e.g. 'host 10.0.0.2'.")
+@format_option(FORMATS, "Default: a live table on a terminal, sexp otherwise.")
+@schemas_option
+@selection_options
+@filter_option
+@capture_options
+@click.option("--show-connection", is_flag=True, help="Show each message's connection and direction.")
+@max_payload_option
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Proxy: connections open at once; more are refused (closed at once, with a note).",
+)
+@click.option(
+    "-w",
+    "--write",
+    "write_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Record what is tapped (pcapng).",
+)
+@click.option("--rotate", multiple=True, metavar="SPEC", help=f"With -w: start new files by {ROTATE_HELP}. Repeatable.")
+@click.option(
+    "--buffer",
+    type=ByteSize(),
+    default="64M",
+    show_default="64M",
+    help="Copies waiting to be decoded (and recorded); beyond, copies are dropped and counted, never traffic.",
+)
+@click.pass_obj
+def tap(
+    env: Environment,
+    listen: HostPort | None,
+    upstream: HostPort | None,
+    interface: str | None,
+    bpf: str | None,
+    fmt: str | None,
+    schemas: tuple[str, ...],
+    count: int | None,
+    types: tuple[str, ...],
+    outputs: tuple[str, ...],
+    keys: tuple[str, ...],
+    display_filter: str | None,
+    ports: tuple[int, ...],
+    stream_id: str | None,
+    max_flows: int,
+    show_connection: bool,
+    max_payload: int,
+    max_connections: int,
+    write_path: str | None,
+    rotate: tuple[str, ...],
+    buffer: int,
+) -> int:
+    """Decode Ripple traffic live: as a proxy (--listen, --upstream) or by
+    sniffing an interface (-i).
+
+    As a proxy, every connection to --listen is relayed to --upstream, its
+    bytes unchanged and never held up: decoding works on a copy, and when it
+    cannot keep up, copies (never traffic) are dropped and counted.  Closing
+    either side closes the other (FIN as FIN, reset as reset).  Sniffing runs
+    tcpdump and reads its packets as `decode` reads a capture.
+
+    Messages print as they pass; on a terminal a live table shows each
+    connection's counters.  Ctrl-C stops (exit status 130) with a summary,
+    including how many messages were not shown and bytes not decoded.
+    """
+    source = _source(listen, upstream, interface, bpf, ports, max_flows, max_connections, buffer)
+    try:
+        rotation = parse_rotation(rotate)
+    except ValueError as e:
+        raise UsageProblem(f"--rotate: {e}") from None
+    if rotate and write_path is None:
+        raise UsageProblem("--rotate needs -w FILE")
+    registry = load_registry(schemas)
+    select = message_predicate(types, outputs, keys, display_filter)
+    want = stream_predicate(parse_stream_id(stream_id))
+    fmt = fmt or default_format(env)
+    recorder = Recorder(write_path, rotation, source.synthesize, interface) if write_path else None
+    stats = TapStats()
+    try:
+        title = source.start()
+        _stderr(env, f"ripple: tap: {title}")
+        printer: Renderer
+        if fmt == "table" and env.stdout_isatty:
+            from ripple_cli.render.live import LiveView
+
+            printer = LiveView(env, stats, title)
+        else:
+            printer = make_renderer(fmt, env, False, show_connection)
+        demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want)
+        session = Session(
+            source, demux, select, printer, stats, Report(), count=count, buffer=buffer, recorder=recorder
+        )
+        code = session.run()
+    finally:
+        source.close()
+    if not (session.printer_closed and fmt == "table" and env.stdout_isatty):
+        _stderr(env, f"ripple: tap: {stats.summary()}")  # the live view printed its own
+    if session.record_error is not None:
+        _stderr(env, f"ripple: tap: {session.record_error}")
+    return code
+
+
+def _source(
+    listen: HostPort | None,
+    upstream: HostPort | None,
+    interface: str | None,
+    bpf: str | None,
+    ports: tuple[int, ...],
+    max_flows: int,
+    max_connections: int,
+    buffer: int,
+) -> Source:
+    if interface is not None:
+        if listen is not None or upstream is not None:
+            raise UsageProblem("-i sniffs; --listen and --upstream proxy: choose one")
+        return SniffSource(interface, bpf, frozenset(ports), max_flows)
+    if listen is None or upstream is None:
+        raise UsageProblem("give --listen HOST:PORT and --upstream HOST:PORT (proxy), or -i IFACE (sniff)")
+    if bpf is not None or ports:
+        raise UsageProblem("-f and --port apply to sniffing (-i); a proxy sees only its own connections")
+    if upstream.host is None:
+        raise UsageProblem("--upstream needs a host: HOST:PORT")
+    return ProxySource(listen, upstream, max_connections, buffer)
+
+
+def _stderr(env: Environment, line: str) -> None:
+    # Not env.problem_line: that flushes stdout first, which may be blocked.
+    env.stderr.write(line + "\n")
+    env.stderr.flush()

@@ -1,0 +1,277 @@
+"""The tap's live view: `--format table` on a terminal.
+
+A rich Live display redrawn a few times a second: per connection and
+direction, messages by type, bytes, rate, the last envelope seq and Delta
+sequence_no, Delta gaps and duplicates, CRC errors, bytes not decoded, the
+last Heartbeat's age and load, and the watermark lag (arrival time minus
+the Delta's watermark); the latest messages below; what was not shown or
+not decoded at the bottom.  When the tap ends, the live display gives way
+to a final summary that stays on the screen.
+
+It is a renderer like the others (message, problem, flush, close), fed by
+the tap's printing thread; the counters come from `TapStats`, kept by the
+decoding thread, so they count every message even when the screen cannot
+keep up.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ripple_cli.capture.events import StreamId
+from ripple_cli.cli.environment import Environment
+from ripple_cli.codec.jsonview import type_name
+from ripple_cli.codec.problems import Problem, Severity
+from ripple_cli.codec.stream import Message
+from ripple_cli.flow.origin import Origin
+from ripple_cli.render.summary import key_text, output_text, summary
+from ripple_cli.render.table import make_console, time_of_day
+from ripple_cli.tap.stats import StreamStats, TapStats, Totals
+
+REFRESH = 0.25  # seconds between redraws
+LATEST = 10  # latest messages shown under the counters
+_RATE_SMOOTHING = 0.3
+
+_SHORT_TYPE = {
+    "Handshake": "Hs",
+    "Delta": "D",
+    "Checkpoint_request": "CkR",
+    "Checkpoint_ack": "CkA",
+    "Heartbeat": "HB",
+    "Schema_negotiation": "Neg",
+}
+_TYPE_STYLE = {"Delta": "cyan", "Handshake": "bold green", "Heartbeat": "dim", "Schema_negotiation": "green"}
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "K", "M", "G"):
+        if abs(n) < 1024 or unit == "G":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def human_duration(ns: int) -> str:
+    """A signed duration, in the unit that reads best: 850us, 3.2ms, 4.1s, 12m, 3.5h, 400d."""
+    sign = "-" if ns < 0 else ""
+    s = abs(ns) / 1e9
+    if s < 1e-3:
+        return f"{sign}{s * 1e6:.0f}us"
+    if s < 1:
+        return f"{sign}{s * 1e3:.1f}ms"
+    if s < 60:
+        return f"{sign}{s:.1f}s"
+    if s < 3600:
+        return f"{sign}{s / 60:.0f}m"
+    if s < 86400:
+        return f"{sign}{s / 3600:.1f}h"
+    return f"{sign}{s / 86400:.0f}d"
+
+
+def by_type_text(counts: dict[str, int]) -> str:
+    return " ".join(f"{n}{_SHORT_TYPE.get(t, '?')}" for t, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+class LiveView:
+    def __init__(self, env: Environment, stats: TapStats, title: str, latest: int = LATEST) -> None:
+        self.env = env
+        self.stats = stats
+        self.title = title
+        self.console, self._stream = make_console(env)
+        self._latest: deque[tuple[Text, ...]] = deque(maxlen=latest)
+        self._live: Live | None = None
+        self._last_draw = 0.0
+        self._rates: dict[StreamId, float] = {}
+        self._prev: dict[StreamId, tuple[float, int]] = {}  # stream -> (when, messages)
+
+    # -- the renderer interface -------------------------------------------------
+
+    def message(self, origin: Origin, msg: Message) -> None:
+        f = msg.frame
+        name = type_name(f.tag)
+        self._latest.append(
+            (
+                Text(_conn(origin.stream)),
+                Text(str(f.seq)),
+                Text(time_of_day(f.time_ns)),
+                Text(name, style=_TYPE_STYLE.get(name, "magenta")),
+                Text(output_text(msg.body)),
+                Text(key_text(msg.body)),
+                Text(summary(msg.body)),
+            )
+        )
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        style = "yellow" if problem.severity is Severity.WARNING else "bold red"
+        self._latest.append(
+            (
+                Text(_conn(origin.stream)),
+                Text("" if problem.seq is None else str(problem.seq)),
+                Text(""),
+                Text(problem.kind, style=style),
+                Text(""),
+                Text(""),
+                Text(problem.describe(), style=style),
+            )
+        )
+
+    def flush(self) -> None:
+        now = time.monotonic()
+        if now - self._last_draw < REFRESH:
+            return
+        self._last_draw = now
+        if self._live is None:
+            self._live = Live(
+                console=self.console,
+                auto_refresh=False,
+                transient=True,  # the final summary replaces it
+                redirect_stdout=False,
+                redirect_stderr=False,
+                vertical_overflow="crop",
+            )
+            self._live.start()
+        self._live.update(self.render(max_rows=max(4, self.console.height - LATEST - 10)), refresh=True)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        self.console.print(self.final_summary())
+        self.env.stdout.flush()
+        self._stream.detach()  # leave env.stdout open for whoever owns it
+
+    # -- what is drawn ----------------------------------------------------------
+
+    def render(self, max_rows: int | None = None) -> RenderableType:
+        streams, totals = self.stats.snapshot()
+        self._update_rates(streams)
+        head = Text(f"ripple tap: {self.title}", style="bold")
+        head.append(f"   {_totals_text(totals)}", style="")
+        parts: list[RenderableType] = [head, self._stream_table(streams, max_rows)]
+        if self._latest:
+            parts.append(self._latest_table())
+        parts.append(self._losses(totals))
+        return Group(*parts)
+
+    def final_summary(self) -> RenderableType:
+        streams, _totals = self.stats.snapshot()
+        self._update_rates(streams)
+        why = self.stats.ended_by or "the source ended"
+        return Group(
+            Text(f"ripple tap stopped ({why}): {self.title}", style="bold"),
+            self._stream_table(streams, None),
+            Text(self.stats.summary()),
+        )
+
+    def _update_rates(self, streams: list[StreamStats]) -> None:
+        now = time.monotonic()
+        for st in streams:
+            prev = self._prev.get(st.stream)
+            self._prev[st.stream] = (now, st.messages)
+            if prev is None:
+                continue
+            dt = now - prev[0]
+            if dt > 0:
+                inst = (st.messages - prev[1]) / dt
+                old = self._rates.get(st.stream)
+                self._rates[st.stream] = inst if old is None else old + _RATE_SMOOTHING * (inst - old)
+
+    def _stream_table(self, streams: list[StreamStats], max_rows: int | None) -> Table:
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), expand=False)
+        for name, justify in (
+            ("conn", "left"),
+            ("from -> to", "left"),
+            ("state", "left"),
+            ("msgs", "right"),
+            ("by type", "left"),
+            ("bytes", "right"),
+            ("msg/s", "right"),
+            ("seq", "right"),
+            ("delta #", "right"),
+            ("gaps", "right"),
+            ("dups", "right"),
+            ("crc", "right"),
+            ("lost", "right"),
+            ("heartbeat", "left"),
+            ("wm lag", "right"),
+        ):
+            t.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
+        # Open streams first, by connection; then the most recently closed.
+        open_ = sorted((s for s in streams if s.ended is None), key=lambda s: (s.stream.connection, s.stream.direction))
+        closed = sorted((s for s in streams if s.ended is not None), key=lambda s: -s.stream.connection)
+        rows = open_ + closed
+        hidden = 0
+        if max_rows is not None and len(rows) > max_rows:
+            hidden = len(rows) - (max_rows - 1)
+            rows = rows[: max_rows - 1]
+        now_ns = time.time_ns()
+        for st in rows:
+            t.add_row(*self._stream_row(st, now_ns))
+        if hidden:
+            t.add_row(Text(f"... {hidden} more", style="dim"))
+        return t
+
+    def _stream_row(self, st: StreamStats, now_ns: int) -> tuple[Text, ...]:
+        s = st.stream
+        src, dst = (s.client, s.server) if s.from_client else (s.server, s.client)
+        bad = "bold red"
+        rate = self._rates.get(s)
+        delta = "" if st.last_delta is None else f"{st.last_delta[0].decode('utf-8', 'replace')}#{st.last_delta[1]}"
+        hb = ""
+        if st.heartbeat is not None:
+            hb = f"{human_duration(now_ns - st.heartbeat[0])} ago, load {st.heartbeat[1]:.2f}"
+        return (
+            Text(_conn(s)),
+            Text(f"{src} -> {dst}"),
+            Text(st.ended or "open", style="dim" if st.ended else "green"),
+            Text(str(st.messages)),
+            Text(by_type_text(st.by_type)),
+            Text(human_bytes(st.stream_bytes)),
+            Text("" if rate is None or st.ended else f"{rate:.0f}"),
+            Text("" if st.last_seq is None else str(st.last_seq)),
+            Text(delta),
+            Text(str(st.delta_missing or ""), style=bad),
+            Text(str(st.delta_duplicates or ""), style=bad),
+            Text(str(st.crc_errors or ""), style=bad),
+            Text(human_bytes(st.lost) if st.lost else "", style=bad),
+            Text(hb),
+            Text("" if st.watermark_lag_ns is None else human_duration(st.watermark_lag_ns)),
+        )
+
+    def _latest_table(self) -> Table:
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), expand=True)
+        t.add_column("conn", width=7, no_wrap=True)
+        t.add_column("seq", justify="right", width=6, no_wrap=True)
+        t.add_column("time (UTC)", width=15, no_wrap=True)
+        t.add_column("type", width=11, no_wrap=True, overflow="ellipsis")
+        t.add_column("output", width=10, no_wrap=True, overflow="ellipsis")
+        t.add_column("key", width=12, no_wrap=True, overflow="ellipsis")
+        t.add_column("latest messages", ratio=1, no_wrap=True, overflow="ellipsis")
+        for row in self._latest:
+            t.add_row(*row)
+        return t
+
+    def _losses(self, totals: Totals) -> Text:
+        st = self.stats
+        text = Text(f"not shown: {st.not_shown_messages} messages    not decoded: {totals.not_decoded} bytes")
+        if st.not_shown_messages or totals.not_decoded:
+            text.stylize("bold yellow")
+        return text
+
+
+def _conn(stream: StreamId | None) -> str:
+    return "" if stream is None else f"{stream.connection} {stream.direction}"
+
+
+def _totals_text(t: Totals) -> str:
+    return (
+        f"{t.connections} connections ({t.open_connections} open), {t.messages} messages, "
+        f"{t.problems} problems, {human_bytes(t.stream_bytes)}"
+    )
