@@ -68,8 +68,17 @@ from ripple_cli.sources.files import display_name
 @click.option(
     "--renumber",
     is_flag=True,
-    help="Rewrite envelope seq (from 1) and each output's Delta sequence_no (from 1), "
+    help="Rewrite envelope seq and each output's Delta sequence_no (from 1, or --renumber-from), "
     "continuing across --loop, with new CRCs.",
+)
+@click.option(
+    "--renumber-from",
+    type=click.IntRange(min=1, max=(1 << 62) - 1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="With --renumber, the first number. For a worker that remembers the last sequence_no applied "
+    "across runs, start above it, e.g. --renumber-from $(date +%s%N).",
 )
 @click.option(
     "--handshake-timeout",
@@ -96,6 +105,7 @@ def replay(
     limit: int | None,
     maxsleep: float | None,
     renumber: bool,
+    renumber_from: int,
     handshake_timeout: float,
     fmt: str | None,
     ports: tuple[int, ...],
@@ -152,7 +162,7 @@ def replay(
 
     peer = address_text(*(to or listen))  # type: ignore[misc]
     stats = ReplayStats(peer, pacing.describe(), pacing.paced, skipped=source_problems)
-    opts = ReplayOptions(to, listen, pacing, loops, limit, renumber, handshake_timeout, max_payload)
+    opts = ReplayOptions(to, listen, pacing, loops, limit, renumber, handshake_timeout, max_payload, renumber_from)
     try:
         run_replay(recordings, opts, stats, lambda text: env.problem_line(f"ripple: {text}"))
     except KeyboardInterrupt:

@@ -79,7 +79,8 @@ class HostPortType(click.ParamType):  # type: ignore[type-arg]
     type=ByteSize(),
     default="64M",
     show_default="64M",
-    help="Copies waiting to be decoded (and recorded); beyond, copies are dropped and counted, never traffic.",
+    help="Memory for what waits: copies to decode (or record), decoded messages to show. "
+    "Beyond it, copies and messages are dropped and counted; traffic never is.",
 )
 @click.pass_obj
 def tap(
@@ -131,24 +132,31 @@ def tap(
     fmt = fmt or default_format(env)
     recorder = Recorder(write_path, rotation, source.synthesize, interface) if write_path else None
     stats = TapStats()
-    try:
-        title = source.start()
-        _stderr(env, f"ripple: tap: {title}")
-        printer: Renderer
-        if fmt == "table" and env.stdout_isatty:
-            from ripple_cli.render.live import LiveView
+    live = fmt == "table" and env.stdout_isatty
+    printer: Renderer
+    if live:
+        from ripple_cli.render.live import LiveView
 
-            printer = LiveView(env, stats, title)
-        else:
-            printer = make_renderer(fmt, env, False, show_connection)
-        demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want)
-        session = Session(
-            source, demux, select, printer, stats, Report(), count=count, buffer=buffer, recorder=recorder
-        )
-        code = session.run()
+        printer = view = LiveView(env, stats)
+    else:
+        printer = make_renderer(fmt, env, False, show_connection)
+    # Sniffing sees every connection: as decode does with a capture, those
+    # that show no Ripple are left alone, unless --port says which carry it.
+    # A proxy's connections are all meant to be Ripple.
+    detect = isinstance(source, SniffSource) and not ports
+    demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want, detect=detect)
+    session = Session(source, demux, select, printer, stats, Report(), count=count, buffer=buffer, recorder=recorder)
+
+    def started(title: str) -> None:
+        if live:
+            view.title = title
+        _stderr(env, f"ripple: tap: {title}")
+
+    try:
+        code = session.run(started)
     finally:
         source.close()
-    if not (session.printer_closed and fmt == "table" and env.stdout_isatty):
+    if not (live and session.printer_closed):
         _stderr(env, f"ripple: tap: {stats.summary()}")  # the live view printed its own
     if session.record_error is not None:
         _stderr(env, f"ripple: tap: {session.record_error}")
