@@ -137,11 +137,11 @@ class Demux:
             if find_envelope(buf, self.max_payload) is not None:
                 return self._decide(stream.connection, True)
             if len(buf) > max(DETECT_LIMIT, _wanted(buf, self.max_payload)):
-                return self._decide(stream.connection, False, f"no Ripple envelope in its first {len(buf)} bytes")
+                return self._decide(stream.connection, False, f"no envelope in {len(buf)} bytes")
         elif isinstance(event, StreamEnd):
             ends = [s for s in self._pending if s.connection == stream.connection]
             if all(any(isinstance(e, StreamEnd) for e in self._pending[s]) for s in ends):
-                return self._decide(stream.connection, False, "no Ripple envelope")
+                return self._decide(stream.connection, False, "no envelope")
         return []
 
     def _decide(self, connection: int, ripple: bool, why: str = "") -> list[Output]:
@@ -162,7 +162,7 @@ class Demux:
         """The input is over: streams still open end here."""
         out: list[Output] = []
         for conn in sorted({s.connection for s in self._pending}):
-            out.extend(self._decide(conn, False, "no Ripple envelope"))
+            out.extend(self._decide(conn, False, "no envelope"))
         for st in self.streams.values():
             if st.ended is None:
                 st.ended = "end of input"

@@ -12,17 +12,15 @@ from ripple_cli.render.table import make_console, time_of_day
 def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
     console, stream = make_console(env)
     several = len(demuxes) > 1
-    t = Table(box=None, pad_edge=False, header_style="bold")
     cols = ["source"] if several else []
     cols += ["stream", "from", "to", "msgs", "bytes", "problems", "first (UTC)", "last (UTC)", "end"]
-    for col in cols:
-        t.add_column(col, justify="right" if col in ("msgs", "bytes", "problems") else "left", no_wrap=True)
+    rows_out: list[list[str]] = []
     for demux in demuxes:
         rows = [
             (st.stream, str(st.messages), str(st.bytes), str(st.problems), st.first_ns, st.last_ns, st.ended or "")
             for st in demux.streams.values()
         ]
-        rows += [(s, "0", "0", "0", None, None, f"not Ripple: {why}") for s, why in demux.not_ripple.items()]
+        rows += [(s, "0", "0", "0", None, None, f"not Ripple ({why})") for s, why in demux.not_ripple.items()]
         rows.sort(key=lambda r: (r[0].connection, r[0].direction) if r[0] is not None else (0, ""))
         for s, msgs, size, problems, first, last, end in rows:
             if s is None:
@@ -42,7 +40,21 @@ def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
                 time_of_day(last) if last is not None else "",
                 end,
             ]
-            t.add_row(*cells)
+            rows_out.append(cells)
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    for i, col in enumerate(cols):
+        # Every column keeps its full width but the last, which gives way.
+        widest = max([len(col)] + [len(r[i]) for r in rows_out])
+        last = col == "end"
+        t.add_column(
+            col,
+            justify="right" if col in ("msgs", "bytes", "problems") else "left",
+            no_wrap=True,
+            min_width=None if last else widest,
+            overflow="ellipsis",
+        )
+    for cells in rows_out:
+        t.add_row(*cells)
     console.print(t)
     stream.detach()
     env.stdout.flush()

@@ -1,0 +1,148 @@
+"""decode and verify on real tcpdump captures, as a user meets them: the
+output for a capture equals the output for the raw bytes of each connection."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.capture.livecap import capture_conversation, listener, tcpdump_pipe
+from tests.conftest import EXAMPLES, ROOT, run_cli
+
+DEMO = (EXAMPLES / "demo.ripple").read_bytes()
+DEMO_SEXP = (EXAMPLES / "demo.sexp").read_bytes()
+ANSWER_LINE = b"((seq 1)(time_ns 1718900000010000000)(schema ripple.schema_negotiation/v1)(msg(Schema_negotiation((ok true)(errors())))))\n"  # noqa: E501
+HTTP = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 50
+
+
+def answer_bytes(tmp: Path) -> bytes:
+    src = tmp / "answer.sexp"
+    src.write_bytes(ANSWER_LINE)
+    out = tmp / "answer.ripple"
+    assert run_cli(["encode", str(src), "-o", str(out)]).code == 0
+    return out.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def mixed_capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, bytes]]:
+    """Two Ripple connections (the demo stream, answered by a negotiation)
+    and one that is not Ripple, captured with tcpdump on lo."""
+    tmp = tmp_path_factory.mktemp("mixed")
+    answer = answer_bytes(tmp)
+    path = tmp / "mixed.pcap"
+    exchanges = capture_conversation(path, [(DEMO, answer), (HTTP, b"HTTP/1.1 200 OK\r\n\r\n" * 30), (DEMO, answer)], 5)
+    return path, {e.client_port: e.sent for e in exchanges}
+
+
+def connections(path: Path) -> dict[str, str]:
+    """`--list-streams` as {stream key: end column}."""
+    r = run_cli(["decode", "--list-streams", str(path)], width=200)
+    assert r.code == 0, r.stderr
+    rows = [line.split() for line in r.text.splitlines()[1:]]
+    return {row[0]: " ".join(row[8:]) if row[4] != "0" else " ".join(row[4:]) for row in rows}
+
+
+def test_capture_decodes_like_the_raw_stream(mixed_capture: tuple[Path, dict[int, bytes]]) -> None:
+    path, _sent = mixed_capture
+    r = run_cli(["decode", str(path)])
+    assert r.code == 0, r.stderr
+    assert r.stderr == ""
+    lines = r.stdout.splitlines(keepends=True)
+    # Two demo streams (interleaved) and two answers; nothing of the HTTP one.
+    assert len(lines) == 2 * 300 + 2
+    assert lines.count(ANSWER_LINE) == 2
+    per_stream = {}
+    for conn in (1, 2, 3):
+        out = run_cli(["decode", "--stream", f"{conn}:c2s", str(path)]).stdout
+        per_stream[conn] = out
+    ripple_conns = [c for c, out in per_stream.items() if out]
+    assert len(ripple_conns) == 2
+    for c in ripple_conns:
+        assert per_stream[c] == DEMO_SEXP
+        assert run_cli(["decode", "--stream", f"{c}:s2c", str(path)]).stdout == ANSWER_LINE
+
+
+def test_list_streams_marks_the_other_traffic(mixed_capture: tuple[Path, dict[int, bytes]]) -> None:
+    path, _sent = mixed_capture
+    r = run_cli(["decode", "--list-streams", str(path)], width=200)
+    text = r.text
+    assert text.splitlines()[0].split()[:4] == ["stream", "from", "to", "msgs"]
+    assert text.count(" 300 ") == 2
+    assert text.count("not Ripple") == 2  # both directions of the HTTP connection
+
+
+def test_port_option_decodes_everything_on_it(mixed_capture: tuple[Path, dict[int, bytes]]) -> None:
+    path, _sent = mixed_capture
+    first = run_cli(["decode", "--format", "jsonl", "-Y", "direction == c2s", "-c", "1", str(path)]).stdout
+    server_port = int(json.loads(first)["dst"].rsplit(":", 1)[1])
+    # With --port every connection on it is decoded: the HTTP one is garbage.
+    r = run_cli(["decode", "--port", str(server_port), str(path)])
+    assert r.code == 1
+    assert "bad_magic" in r.stderr or "bad magic" in r.stderr
+
+
+def test_jsonl_carries_connection_direction_and_capture_time(mixed_capture: tuple[Path, dict[int, bytes]]) -> None:
+    path, _sent = mixed_capture
+    r = run_cli(["decode", "--format", "jsonl", "--type", "Schema_negotiation", str(path)])
+    docs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(docs) == 4  # the demo's own negotiation (c2s) and the answer (s2c), twice
+    for d in docs:
+        assert set(d) >= {"connection", "direction", "src", "dst", "capture_time_ns", "capture_time"}
+        assert d["direction"] in ("c2s", "s2c")
+        assert d["capture_time"].endswith("Z")
+    assert sorted(d["direction"] for d in docs) == ["c2s", "c2s", "s2c", "s2c"]
+
+
+def test_show_connection_and_filter_on_it(mixed_capture: tuple[Path, dict[int, bytes]]) -> None:
+    path, _sent = mixed_capture
+    r = run_cli(["decode", "--show-connection", "-Y", "direction == s2c", str(path)])
+    lines = r.text.splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        assert line.startswith(ANSWER_LINE.decode().rstrip("\n") + " ; ")
+        assert " -> 127.0.0.1:" in line
+
+
+def test_verify_capture(mixed_capture: tuple[Path, dict[int, bytes]]) -> None:
+    path, _sent = mixed_capture
+    r = run_cli(["verify", "--schemas", str(EXAMPLES / "more-schemas"), str(path)])
+    assert r.code == 0, r.text
+    assert r.text.splitlines()[-1] == "verify: 4 streams, 602 messages, 0 problems"
+
+
+def test_live_view_from_tcpdump_pipe(tmp_path: Path) -> None:
+    """`tcpdump -U -w - | ripple decode -`: messages show while the
+    connection is still open."""
+    answer = answer_bytes(tmp_path)
+    with listener() as srv, tcpdump_pipe(f"tcp port {srv.getsockname()[1]}") as dump:
+        assert dump.stdout is not None
+        decoder = subprocess.Popen(
+            [sys.executable, "-m", "ripple_cli", "decode", "-"],
+            stdin=dump.stdout,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+        assert decoder.stdout is not None
+        import socket
+
+        host, port = srv.getsockname()[:2]
+        accepted: list[socket.socket] = []
+        t = threading.Thread(target=lambda: accepted.append(srv.accept()[0]))
+        t.start()
+        client = socket.create_connection((host, port))
+        t.join(10)
+        client.sendall(DEMO[:699])  # the Handshake only; the connection stays open
+        first = decoder.stdout.readline()
+        assert first == DEMO_SEXP.splitlines(keepends=True)[0]
+        accepted[0].sendall(answer)
+        assert decoder.stdout.readline() == ANSWER_LINE
+        client.close()
+        accepted[0].close()
+    decoder.wait(timeout=30)
+    assert decoder.returncode == 0
