@@ -26,7 +26,8 @@ class Endpoint:
 class StreamId:
     """One direction of one connection.  `connection` numbers connections
     from 1 in the order they are first seen; `client` is the side that sent
-    the SYN (or, with no SYN seen, the side first seen sending)."""
+    the SYN (or, with no SYN seen, the side first seen sending; a capture
+    reader may know better from the ports: see `capture.reassembly`)."""
 
     connection: int
     client: Endpoint
@@ -86,7 +87,14 @@ class CaptureNote:
     """Something about the capture itself (not a stream's content): a
     conflicting retransmission, an evicted idle connection, an unsupported
     link type, a truncated file.  `stream` is None when it concerns no one
-    stream."""
+    stream.
+
+    The kinds the capture readers give: `bad_capture` (error: the file is
+    damaged, reading stops), `unsupported_linktype` (error), `capture_truncated`
+    (the file ends inside a record), `ip_fragment` (a non-first fragment,
+    ignored), `conflicting_overlap` (error: a retransmission with different
+    bytes), `evicted` (too many connections open), `port_reused` (a new SYN
+    on a connection whose end was not seen)."""
 
     stream: StreamId | None
     time_ns: int

@@ -1,0 +1,259 @@
+"""pcap and pcapng files as frames: (time in ns, link type, frame bytes).
+
+Both readers stream: they hold one record (plus at most one read chunk) at a
+time, so memory does not grow with the file, and on a pipe (`tcpdump -U -w -
+| ripple decode -`) each packet comes out as soon as its record is complete.
+Problems with the file itself (a truncated last record, garbage after a
+valid magic) come out as a `CaptureNote` and end the reading; they are never
+raised.
+
+dpkt parses the pcapng blocks that describe things (section and interface
+headers, with their options); the record framing is ripple's own, because
+dpkt's readers do not fit (checked against dpkt 1.9.8):
+
+- `dpkt.pcap.Reader` yields a truncated last record as if it were whole (it
+  never compares what `read` returned with the record's length), gives float
+  seconds, and builds a header object per packet (several times slower than
+  the struct loop below);
+- `dpkt.pcapng.Reader` keeps the link type and timestamp resolution of the
+  first interface only, reads only the first section's byte order, skips
+  Simple and obsolete Packet Blocks, and loses nanoseconds in a float;
+- `dpkt.pcap.UniversalReader` seeks back to the start: not on a pipe.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+import dpkt  # type: ignore[import-untyped, unused-ignore]
+
+from ripple_cli.capture.events import CaptureNote
+from ripple_cli.capture.formats import PCAP_MAGICS, PCAPNG_MAGIC
+
+Frame = tuple[int, int, bytes]  # (time_ns, link type, frame bytes)
+
+CHUNK_SIZE = 1 << 16
+# A record longer than this is not a packet but a damaged length field
+# (Wireshark's limit too); refusing it keeps memory bounded.
+MAX_PACKET = 262144
+MAX_BLOCK = 16 << 20
+
+_PCAPNG_BOM = 0x1A2B3C4D
+_BT_SHB = 0x0A0D0D0A
+_BT_IDB = 1
+_BT_OPB = 2  # the obsolete Packet Block
+_BT_SPB = 3
+_BT_EPB = 6
+# The smallest valid block of each type: fixed fields and both lengths.
+_MIN_BLOCK = {_BT_SHB: 28, _BT_IDB: 20, _BT_OPB: 32, _BT_SPB: 16, _BT_EPB: 32}
+_OPT_IF_TSRESOL = 9
+_OPT_IF_TSOFFSET = 14
+
+
+class _Input:
+    """A file read forward into a sliding buffer.
+
+    With `read1` (buffered files, stdin) it asks for big chunks and gets what
+    is there; without it (a plain `read(n)` object, which may wait for all n
+    bytes) it asks for exactly the bytes of the next record, so that a live
+    source never waits for bytes that have not been written yet.
+    """
+
+    def __init__(self, f: BinaryIO, head: bytes) -> None:
+        read1 = getattr(f, "read1", None)
+        self._read: Callable[[int], bytes] = read1 if read1 is not None else f.read
+        self._greedy = read1 is not None
+        self.buf = bytes(head)
+        self.base = 0  # file offset of buf[0]
+
+    def refill(self, pos: int, need: int) -> bool:
+        """Make `need` bytes available from `pos`, which becomes 0 (the
+        buffer is `self.buf` afterwards).  False: the file ended first."""
+        rest = self.buf[pos:]
+        self.base += pos
+        parts = [rest]
+        missing = need - len(rest)
+        while missing > 0:
+            chunk = self._read(max(missing, CHUNK_SIZE) if self._greedy else missing)
+            if not chunk:
+                break
+            parts.append(chunk)
+            missing -= len(chunk)
+        self.buf = b"".join(parts) if len(parts) > 1 else rest
+        return missing <= 0
+
+
+def _bad(time_ns: int, detail: str) -> CaptureNote:
+    """The file is damaged: reading stops here."""
+    return CaptureNote(None, time_ns, "bad_capture", detail, error=True)
+
+
+def _truncated(time_ns: int, offset: int, what: str, need: int, have: int) -> CaptureNote:
+    # Warning only: a capture cut short (tcpdump killed, a file still being
+    # written) is ordinary, and every whole record before it was read.
+    detail = f"the capture ends inside {what} at offset {offset}: {have} of {need} bytes"
+    return CaptureNote(None, time_ns, "capture_truncated", detail)
+
+
+def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[Frame | CaptureNote]:
+    """The frames of a pcap file (either byte order, microsecond or
+    nanosecond timestamps).  `head`: bytes already read from `f` (the magic)."""
+    inp = _Input(f, head)
+    if not inp.refill(0, 24):
+        yield _truncated(0, 0, "the pcap file header", 24, len(inp.buf))
+        return
+    buf = inp.buf
+    if buf[:4] not in PCAP_MAGICS:
+        yield _bad(0, "not a pcap file: no pcap magic")
+        return
+    order, nano = PCAP_MAGICS[buf[:4]]
+    major, minor, _zone, _sigfigs, snaplen, network = struct.unpack_from(order + "HHiIII", buf, 4)
+    if major != 2:
+        yield _bad(0, f"bad pcap file header: version {major}.{minor} (expected 2.4)")
+        return
+    linktype = network & 0xFFFF  # the upper bits say whether frames end with an FCS
+    scale = 1 if nano else 1000
+    limit = min(max(snaplen, MAX_PACKET), MAX_BLOCK)  # a damaged snaplen must not lift the bound
+    record = struct.Struct(order + "IIII")
+    unpack = record.unpack_from
+    pos = 24
+    time_ns = 0
+    while True:
+        if len(buf) - pos < 16:
+            if not inp.refill(pos, 16):
+                if inp.buf:
+                    yield _truncated(time_ns, inp.base, "a record header", 16, len(inp.buf))
+                return
+            buf, pos = inp.buf, 0
+        sec, frac, caplen, _origlen = unpack(buf, pos)
+        if caplen > limit:
+            yield _bad(time_ns, f"bad pcap record at offset {inp.base + pos}: length {caplen} is more than {limit}")
+            return
+        end = pos + 16 + caplen
+        if end > len(buf):
+            if not inp.refill(pos, 16 + caplen):
+                yield _truncated(time_ns, inp.base, "a packet record", 16 + caplen, len(inp.buf))
+                return
+            buf, pos, end = inp.buf, 0, 16 + caplen
+        time_ns = sec * 1_000_000_000 + frac * scale
+        yield (time_ns, linktype, buf[pos + 16 : end])
+        pos = end
+
+
+class _Interface:
+    __slots__ = ("linktype", "offset_ns", "snaplen", "to_ns")
+
+    def __init__(self, linktype: int, snaplen: int, to_ns: Callable[[int], int], offset_ns: int) -> None:
+        self.linktype = linktype
+        self.snaplen = snaplen
+        self.to_ns = to_ns
+        self.offset_ns = offset_ns
+
+
+def _resolution(code: int) -> Callable[[int], int]:
+    """if_tsresol: the high bit says a negative power of 2, else of 10."""
+    exp = code & 0x7F
+    if code & 0x80:
+        return lambda t: (t * 1_000_000_000) >> exp
+    if exp <= 9:
+        mul = 10 ** (9 - exp)
+        return lambda t: t * mul
+    div = 10 ** (exp - 9)
+    return lambda t: t // div
+
+
+def _interface(block: bytes, little: bool) -> _Interface:
+    idb = dpkt.pcapng.InterfaceDescriptionBlockLE(block) if little else dpkt.pcapng.InterfaceDescriptionBlock(block)
+    to_ns = _resolution(6)  # the default: microseconds
+    offset_ns = 0
+    for opt in idb.opts:
+        if opt.code == _OPT_IF_TSRESOL and len(opt.data) >= 1:
+            to_ns = _resolution(opt.data[0])
+        elif opt.code == _OPT_IF_TSOFFSET and len(opt.data) >= 8:
+            offset_ns = struct.unpack("<q" if little else ">q", opt.data[:8])[0] * 1_000_000_000
+    return _Interface(int(idb.linktype), int(idb.snaplen), to_ns, offset_ns)
+
+
+def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[Frame | CaptureNote]:
+    """The frames of a pcapng file: every section (each with its own byte
+    order) and every interface (each with its own link type and timestamp
+    resolution); Enhanced, Simple and obsolete Packet Blocks.  A Simple
+    Packet Block has no timestamp: it gets the previous packet's time."""
+    inp = _Input(f, head)
+    buf = inp.buf
+    pos = 0
+    little = True
+    interfaces: list[_Interface] = []
+    time_ns = 0
+    while True:
+        if len(buf) - pos < 12:
+            if not inp.refill(pos, 12):
+                if inp.buf:
+                    yield _truncated(time_ns, inp.base, "a block header", 12, len(inp.buf))
+                return
+            buf, pos = inp.buf, 0
+        offset = inp.base + pos
+        if buf[pos : pos + 4] == PCAPNG_MAGIC:
+            # A new section: its byte-order magic says how to read everything
+            # in it, this block's length included.
+            bom = buf[pos + 8 : pos + 12]
+            if bom == b"\x4d\x3c\x2b\x1a":
+                little = True
+            elif bom == b"\x1a\x2b\x3c\x4d":
+                little = False
+            else:
+                yield _bad(time_ns, f"bad pcapng section header at offset {offset}: no byte-order magic")
+                return
+            interfaces = []
+        order = "<" if little else ">"
+        btype, blen = struct.unpack_from(order + "II", buf, pos)
+        if blen < _MIN_BLOCK.get(btype, 12) or blen % 4 or blen > MAX_BLOCK:
+            yield _bad(time_ns, f"bad pcapng block at offset {offset}: length {blen}")
+            return
+        if len(buf) - pos < blen:
+            if not inp.refill(pos, blen):
+                yield _truncated(time_ns, inp.base, "a pcapng block", blen, len(inp.buf))
+                return
+            buf, pos = inp.buf, 0
+        end = pos + blen
+        (trailer,) = struct.unpack_from(order + "I", buf, end - 4)
+        if trailer != blen:
+            yield _bad(time_ns, f"bad pcapng block at offset {offset}: lengths {blen} and {trailer} differ")
+            return
+        if btype in (_BT_EPB, _BT_OPB):
+            if btype == _BT_EPB:
+                iface_id, ts_high, ts_low, caplen = struct.unpack_from(order + "IIII", buf, pos + 8)
+            else:
+                iface_id, _drops, ts_high, ts_low, caplen = struct.unpack_from(order + "HHIII", buf, pos + 8)
+            if caplen > blen - 32:
+                yield _bad(time_ns, f"bad pcapng packet block at offset {offset}: length {caplen}")
+                return
+            if iface_id >= len(interfaces):
+                yield _bad(time_ns, f"packet at offset {offset} is on undeclared interface {iface_id}")
+            else:
+                iface = interfaces[iface_id]
+                time_ns = iface.to_ns((ts_high << 32) | ts_low) + iface.offset_ns
+                yield (time_ns, iface.linktype, buf[pos + 28 : pos + 28 + caplen])
+        elif btype == _BT_SPB:
+            if not interfaces:
+                yield _bad(time_ns, f"packet at offset {offset} before any interface")
+            else:
+                (origlen,) = struct.unpack_from(order + "I", buf, pos + 8)
+                iface = interfaces[0]
+                caplen = min(origlen, blen - 16, iface.snaplen or MAX_BLOCK)
+                yield (time_ns, iface.linktype, buf[pos + 12 : pos + 12 + caplen])
+        elif btype == _BT_SHB:
+            major = struct.unpack_from(order + "H", buf, pos + 12)[0]
+            if major != 1:
+                yield _bad(time_ns, f"pcapng section at offset {offset} has version {major}")
+                return
+        elif btype == _BT_IDB:
+            try:
+                interfaces.append(_interface(buf[pos:end], little))
+            except (dpkt.Error, struct.error, ValueError) as e:  # ValueError: a comment option that is not UTF-8
+                yield _bad(time_ns, f"bad pcapng interface block at offset {offset}: {e}")
+                return
+        # Other blocks (name resolution, statistics, secrets, custom) carry no packets.
+        pos = end

@@ -1,0 +1,442 @@
+"""TCP reassembly: segments in capture order to the events of `events.py`.
+
+Each connection has two directions.  A direction delivers its bytes in
+sequence order; a segment that arrives early waits in a per-direction
+out-of-order buffer whose segments never overlap (the first copy of any byte
+is kept: later copies are trimmed against it, and compared with it).  All
+sequence arithmetic is modulo 2**32, relative to the next expected byte, so
+wrap-around needs no special case; past that point positions are stream
+offsets (Python ints, from 0 at the direction's first byte).
+
+Which side is the client (the rule `StreamId.client` documents):
+
+1. the sender of a SYN without ACK, or the receiver of a SYN+ACK;
+2. with no handshake seen, the side whose port is not among the server
+   ports given (`--port`), when exactly one side's port is;
+3. else, when exactly one of the two ports is ephemeral (>= 32768, where
+   Linux's and IANA's ephemeral ranges begin), that side;
+4. else the side first seen sending.
+
+When a missing segment (a hole) is declared a `StreamGap` of its exact size
+(then the bytes after it are delivered):
+
+- at once when the receiver acknowledges bytes beyond the hole: it has them,
+  so the capture missed them and no retransmission will come;
+- when the direction's out-of-order buffer holds more than `window` bytes;
+- when the connection ends: a RST, both FINs, eviction, end of capture.
+  A FIN alone does not declare: data before it may still come, out of order
+  or retransmitted.
+
+A hole with nothing seen after it (no data, no FIN) has no known size and
+is not declared.
+
+A connection begins with its first SYN, SYN+ACK or data segment (a lone
+ACK, FIN or RST of an unknown connection is ignored); both of its streams
+start then (`syn_seen`: it began with a handshake), and each ends on its
+own.  After both ends, or a RST, a new SYN on the same addresses and ports
+is a new connection, while other packets within two minutes are the old
+one's stragglers.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict, deque
+
+from ripple_cli.capture.events import (
+    CaptureEvent,
+    CaptureNote,
+    Endpoint,
+    StreamData,
+    StreamEnd,
+    StreamGap,
+    StreamId,
+    StreamStart,
+)
+from ripple_cli.capture.packets import ACK, FIN, RST, SYN, Segment, address_text
+
+MASK = 0xFFFFFFFF
+HALF = 0x80000000
+EPHEMERAL_PORTS = 32768
+# A packet without SYN for a connection closed less than this long ago is
+# one of its stragglers (a last ACK, a late retransmission), not a new
+# connection: twice Linux's TIME_WAIT.
+CLOSED_LINGER_NS = 120 * 1_000_000_000
+
+FlowKey = tuple[bytes, int, bytes, int]  # (src address, src port, dst address, dst port)
+
+
+class _Direction:
+    __slots__ = (
+        "based",
+        "buffered",
+        "delivered",
+        "ended",
+        "fin",
+        "hist",
+        "hist_size",
+        "nxt",
+        "segs",
+        "starts",
+        "stream",
+    )
+
+    def __init__(self, stream: StreamId) -> None:
+        self.stream = stream
+        self.based = False  # whether `nxt` is known yet (from a SYN or the first data)
+        self.nxt = 0  # sequence number of the next byte to deliver
+        self.delivered = 0  # stream offset of the next byte to deliver (bytes delivered + gaps)
+        self.starts: list[int] = []  # stream offsets of the out-of-order segments, sorted, not overlapping
+        self.segs: list[tuple[bytes, int]] = []  # their (bytes, capture time), parallel to `starts`
+        self.buffered = 0
+        self.hist: deque[tuple[int, bytes]] = deque()  # recently delivered (offset, bytes): to compare retransmissions
+        self.hist_size = 0
+        self.fin: int | None = None  # stream offset of the FIN, once seen
+        self.ended = False
+
+    def base(self, seq: int) -> None:
+        self.based = True
+        self.nxt = seq & MASK
+
+    def offset(self, seq: int) -> int:
+        """The stream offset of sequence number `seq`: the nearest one
+        (modulo 2**32) to the next expected byte."""
+        return self.delivered + ((seq - self.nxt + HALF) & MASK) - HALF
+
+
+class _Connection:
+    __slots__ = ("c2s", "keys", "last_ns", "number", "s2c", "syn_seq")
+
+    def __init__(self, number: int, c2s: _Direction, s2c: _Direction, keys: tuple[FlowKey, FlowKey]) -> None:
+        self.number = number
+        self.c2s = c2s
+        self.s2c = s2c
+        self.keys = keys
+        self.syn_seq: int | None = None  # the client's SYN, to tell its retransmission from a new connection
+        self.last_ns = 0
+
+
+class Reassembler:
+    """Feed it every TCP segment of a capture in order (`feed`), then
+    `finish`; each call returns the events it produced.
+
+    Memory: at most `window` buffered bytes and `history` delivered bytes
+    per open direction, and at most `max_flows` open connections.
+    """
+
+    def __init__(
+        self,
+        max_flows: int = 10000,
+        window: int = 4 << 20,
+        history: int = 256 << 10,
+        server_ports: frozenset[int] = frozenset(),
+    ) -> None:
+        if max_flows < 1:
+            raise ValueError("max_flows must be at least 1")
+        self.max_flows = max_flows
+        self.window = window
+        self.history = min(history, window)
+        self.server_ports = server_ports
+        # Both keys of each open connection: (conn, sender's direction, receiver's direction).
+        self._flows: dict[FlowKey, tuple[_Connection, _Direction, _Direction]] = {}
+        self._open: OrderedDict[int, _Connection] = OrderedDict()  # least recently active first
+        self._closed: OrderedDict[FlowKey, int] = OrderedDict()  # recently closed connections' keys: close time
+        self._count = 0
+        self._out: list[CaptureEvent] = []
+        self.last_ns = 0
+
+    # -- per packet ---------------------------------------------------------
+
+    def feed(self, time_ns: int, seg: Segment) -> list[CaptureEvent]:
+        out = self._out = []
+        self.last_ns = time_ns
+        src, dst, sport, dport, seq, ack, flags, payload = seg
+        key = (src, sport, dst, dport)
+        entry = self._flows.get(key)
+        if entry is None or (flags & (SYN | ACK) == SYN and not self._same_syn(entry, seq)):
+            if entry is not None:
+                self._superseded(entry[0], time_ns)
+            entry = self._new(time_ns, key, seq, ack, flags, payload)
+            if entry is None:
+                return out
+        conn, snd, rcv = entry
+        conn.last_ns = time_ns
+        self._open.move_to_end(conn.number)
+        if flags & RST:
+            for d in (conn.c2s, conn.s2c):
+                self._flush(d, time_ns)
+                self._end(d, time_ns, "rst")
+            self._close(conn, time_ns)
+            return out
+        if flags & SYN:
+            if not snd.based:
+                snd.base(seq + 1)
+            if flags & ACK and not rcv.based:
+                rcv.base(ack)  # the SYN+ACK acknowledges the client's SYN: its data starts there
+            seq = (seq + 1) & MASK  # data on a SYN (TCP Fast Open) follows it
+        if not snd.ended:
+            if payload:
+                if not snd.based:
+                    snd.base(seq)
+                if seq == snd.nxt and not snd.starts:
+                    self._deliver(snd, payload, time_ns)  # in order, nothing waiting: the usual case
+                else:
+                    self._segment(snd, snd.offset(seq), payload, time_ns)
+            if flags & FIN:
+                if not snd.based:
+                    snd.base(seq)
+                if snd.fin is None:
+                    snd.fin = snd.offset(seq) + len(payload)
+            if snd.fin is not None and snd.delivered >= snd.fin:
+                self._end(snd, time_ns, "fin")
+        if flags & ACK and rcv.based and not rcv.ended and (rcv.starts or rcv.fin is not None):
+            self._acked(rcv, rcv.offset(ack), time_ns)
+        if snd.fin is not None and rcv.fin is not None:
+            # Both sides have closed: holes left now will not be filled.
+            for d in (snd, rcv):
+                self._flush(d, time_ns)
+                self._end(d, time_ns, "fin")
+        if snd.ended and rcv.ended:
+            self._close(conn, time_ns)
+        return out
+
+    def finish(self, time_ns: int | None = None) -> list[CaptureEvent]:
+        """The capture is over: every stream still open ends ("end of capture")."""
+        out = self._out = []
+        t = self.last_ns if time_ns is None else time_ns
+        for conn in sorted(self._open.values(), key=lambda c: c.number):
+            for d in (conn.c2s, conn.s2c):
+                self._flush(d, t)
+                self._end(d, t, "end of capture")
+        self._open.clear()
+        self._flows.clear()
+        return out
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._open)
+
+    # -- connections --------------------------------------------------------
+
+    def _same_syn(self, entry: tuple[_Connection, _Direction, _Direction], seq: int) -> bool:
+        """Whether a SYN on a known connection is its client's SYN again."""
+        conn, snd, _rcv = entry
+        return snd is conn.c2s and conn.syn_seq == seq
+
+    def _new(
+        self, time_ns: int, key: FlowKey, seq: int, ack: int, flags: int, payload: bytes
+    ) -> tuple[_Connection, _Direction, _Direction] | None:
+        src, sport, dst, dport = key
+        rkey = (dst, dport, src, sport)
+        syn = flags & SYN
+        if flags & RST or not (syn or payload):
+            return None  # nothing to reassemble: a lone ACK, FIN or RST of a connection not seen
+        closed = self._closed.pop(key, None)
+        if closed is not None:
+            self._closed.pop(rkey, None)
+            if not syn and time_ns - closed < CLOSED_LINGER_NS:
+                self._closed[key] = self._closed[rkey] = closed
+                return None  # a straggler of the connection that just closed
+        if syn:
+            from_client = not flags & ACK
+        elif self.server_ports and (sport in self.server_ports) != (dport in self.server_ports):
+            from_client = dport in self.server_ports
+        elif (sport >= EPHEMERAL_PORTS) != (dport >= EPHEMERAL_PORTS):
+            from_client = sport >= EPHEMERAL_PORTS
+        else:
+            from_client = True
+        while len(self._open) >= self.max_flows:
+            self._evict(next(iter(self._open.values())), time_ns)
+        self._count += 1
+        number = self._count
+        me, peer = Endpoint(address_text(src), sport), Endpoint(address_text(dst), dport)
+        client, server = (me, peer) if from_client else (peer, me)
+        c2s = _Direction(StreamId(number, client, server, True))
+        s2c = _Direction(StreamId(number, client, server, False))
+        conn = _Connection(number, c2s, s2c, (key, rkey))
+        if syn and from_client:
+            conn.syn_seq = seq
+        snd, rcv = (c2s, s2c) if from_client else (s2c, c2s)
+        self._flows[key] = (conn, snd, rcv)
+        self._flows[rkey] = (conn, rcv, snd)
+        self._open[number] = conn
+        for d in (c2s, s2c):
+            self._out.append(StreamStart(d.stream, time_ns, bool(syn)))
+        return conn, snd, rcv
+
+    def _forget(self, conn: _Connection) -> None:
+        for key in conn.keys:
+            self._flows.pop(key, None)
+        self._open.pop(conn.number, None)
+
+    def _close(self, conn: _Connection, time_ns: int) -> None:
+        self._forget(conn)
+        for key in conn.keys:
+            self._closed[key] = time_ns
+        while len(self._closed) > 2 * self.max_flows:
+            self._closed.popitem(last=False)
+
+    def _evict(self, conn: _Connection, time_ns: int) -> None:
+        self._out.append(
+            CaptureNote(
+                conn.c2s.stream,
+                time_ns,
+                "evicted",
+                f"connection {conn.number} ({conn.c2s.stream.client} - {conn.c2s.stream.server}) evicted: "
+                f"more than {self.max_flows} connections open, it was the least recently active",
+            )
+        )
+        for d in (conn.c2s, conn.s2c):
+            self._flush(d, time_ns)
+            self._end(d, time_ns, "evicted")
+        self._forget(conn)
+
+    def _superseded(self, conn: _Connection, time_ns: int) -> None:
+        """A new SYN on the addresses and ports of a connection whose end
+        the capture did not show: that one is over."""
+        self._out.append(
+            CaptureNote(
+                conn.c2s.stream,
+                time_ns,
+                "port_reused",
+                f"connection {conn.number}: a new SYN on its addresses and ports starts a new connection "
+                "before its end was seen",
+            )
+        )
+        for d in (conn.c2s, conn.s2c):
+            self._flush(d, time_ns)
+            self._end(d, time_ns, "evicted")
+        self._forget(conn)
+
+    # -- one direction ------------------------------------------------------
+
+    def _deliver(self, d: _Direction, data: bytes, time_ns: int) -> None:
+        self._out.append(StreamData(d.stream, data, time_ns))
+        n = len(data)
+        off = d.delivered
+        d.delivered = off + n
+        d.nxt = (d.nxt + n) & MASK
+        if self.history:
+            hist = d.hist
+            hist.append((off, data))
+            size = d.hist_size + n
+            limit = self.history
+            while size - len(hist[0][1]) >= limit:
+                size -= len(hist.popleft()[1])
+            d.hist_size = size
+
+    def _segment(self, d: _Direction, off: int, data: bytes, time_ns: int) -> None:
+        """Bytes `data` at stream offset `off`, anywhere relative to what was delivered."""
+        end = off + len(data)
+        if end <= d.delivered:
+            if not (len(data) == 1 and end == d.delivered):  # a keep-alive probe repeats the last byte, any value
+                self._compare_delivered(d, off, data, time_ns)
+            return
+        if off < d.delivered:
+            cut = d.delivered - off
+            self._compare_delivered(d, off, data[:cut], time_ns)
+            data, off = data[cut:], d.delivered
+        starts, segs = d.starts, d.segs
+        pieces: list[tuple[int, bytes]] = []
+        cur = off
+        j = bisect_right(starts, off) - 1
+        if j < 0 or starts[j] + len(segs[j][0]) <= off:
+            j += 1
+        while j < len(starts) and starts[j] < end:
+            s = starts[j]
+            old = segs[j][0]
+            if s > cur:
+                pieces.append((cur, data[cur - off : s - off]))
+            a, b = max(s, cur), min(s + len(old), end)
+            if data[a - off : b - off] != old[a - s : b - s]:
+                self._conflict(d, a, b, time_ns)
+            cur = b
+            j += 1
+        if cur < end:
+            pieces.append((cur, data[cur - off :] if cur > off else data))
+        for p_off, p_data in pieces:
+            k = bisect_left(starts, p_off)
+            starts.insert(k, p_off)
+            segs.insert(k, (p_data, time_ns))
+            d.buffered += len(p_data)
+        self._drain(d)
+        while d.buffered > self.window:
+            self._gap(d, d.starts[0] - d.delivered, time_ns)
+            self._drain(d)
+
+    def _drain(self, d: _Direction) -> None:
+        """Deliver the buffered segments that now follow on."""
+        starts, segs = d.starts, d.segs
+        k = 0
+        while k < len(starts) and starts[k] == d.delivered:
+            data, t = segs[k]
+            d.buffered -= len(data)
+            self._deliver(d, data, t)
+            k += 1
+        if k:
+            del starts[:k], segs[:k]
+
+    def _gap(self, d: _Direction, size: int, time_ns: int) -> None:
+        self._out.append(StreamGap(d.stream, size, time_ns))
+        d.delivered += size
+        d.nxt = (d.nxt + size) & MASK
+
+    def _acked(self, d: _Direction, acked: int, time_ns: int) -> None:
+        """The receiver acknowledged `d`'s bytes up to stream offset `acked`:
+        the holes before it will never be filled in the capture."""
+        while True:
+            bound = d.starts[0] if d.starts else d.fin
+            if bound is None or acked < bound or bound <= d.delivered:
+                break
+            self._gap(d, bound - d.delivered, time_ns)
+            self._drain(d)
+        if d.fin is not None and d.delivered >= d.fin:
+            self._end(d, time_ns, "fin")
+
+    def _flush(self, d: _Direction, time_ns: int) -> None:
+        """Declare every hole and deliver everything buffered: no more
+        bytes will come for `d`."""
+        if d.ended:
+            return
+        while d.starts:
+            self._gap(d, d.starts[0] - d.delivered, time_ns)
+            self._drain(d)
+        if d.fin is not None and d.delivered < d.fin:
+            self._gap(d, d.fin - d.delivered, time_ns)
+
+    def _end(self, d: _Direction, time_ns: int, reason: str) -> None:
+        if not d.ended:
+            d.ended = True
+            d.hist.clear()
+            d.hist_size = 0
+            d.starts.clear()  # only bytes past a FIN can be left: nothing a stream carries
+            d.segs.clear()
+            d.buffered = 0
+            self._out.append(StreamEnd(d.stream, time_ns, reason))
+
+    def _compare_delivered(self, d: _Direction, off: int, data: bytes, time_ns: int) -> None:
+        """A retransmission of bytes already delivered: identical is fine,
+        different is reported (as far as the history still holds them)."""
+        end = off + len(data)
+        lo = hi = -1  # the span of the differing parts
+        for h_off, h in reversed(d.hist):
+            h_end = h_off + len(h)
+            if h_end <= off:
+                break
+            a, b = max(off, h_off), min(end, h_end)
+            if a < b and data[a - off : b - off] != h[a - h_off : b - h_off]:
+                lo, hi = a, max(hi, b)
+        if lo >= 0:
+            self._conflict(d, lo, hi, time_ns)
+
+    def _conflict(self, d: _Direction, a: int, b: int, time_ns: int) -> None:
+        self._out.append(
+            CaptureNote(
+                d.stream,
+                time_ns,
+                "conflicting_overlap",
+                f"{d.stream.label}: a retransmission differs from the first copy within stream offsets {a}..{b}; "
+                "the first copy is kept",
+                error=True,
+            )
+        )
