@@ -20,7 +20,7 @@ def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
             (st.stream, str(st.messages), str(st.bytes), str(st.problems), st.first_ns, st.last_ns, st.ended or "")
             for st in demux.streams.values()
         ]
-        rows += [(s, "0", "0", "0", None, None, f"not Ripple ({why})") for s, why in demux.not_ripple.items()]
+        rows += [(s, "0", "0", "0", None, None, "not Ripple") for s in demux.not_ripple]
         rows.sort(key=lambda r: (r[0].connection, r[0].direction) if r[0] is not None else (0, ""))
         for s, msgs, size, problems, first, last, end in rows:
             if s is None:
