@@ -59,13 +59,13 @@ def human_bytes(n: float) -> str:
 
 
 def human_duration(ns: int) -> str:
-    """A signed duration, in the unit that reads best: 850us, 3.2ms, 4.1s, 12m, 3.5h, 400d."""
+    """A signed duration in a few characters: 850us, 123ms, 4.1s, 12m, 3.5h, 400d."""
     sign = "-" if ns < 0 else ""
     s = abs(ns) / 1e9
     if s < 1e-3:
         return f"{sign}{s * 1e6:.0f}us"
     if s < 1:
-        return f"{sign}{s * 1e3:.1f}ms"
+        return f"{sign}{s * 1e3:.0f}ms"
     if s < 60:
         return f"{sign}{s:.1f}s"
     if s < 3600:
@@ -80,7 +80,7 @@ def by_type_text(counts: dict[str, int]) -> str:
 
 
 class LiveView:
-    def __init__(self, env: Environment, stats: TapStats, title: str, latest: int = LATEST) -> None:
+    def __init__(self, env: Environment, stats: TapStats, title: str = "", latest: int = LATEST) -> None:
         self.env = env
         self.stats = stats
         self.title = title
@@ -184,25 +184,41 @@ class LiveView:
                 self._rates[st.stream] = inst if old is None else old + _RATE_SMOOTHING * (inst - old)
 
     def _stream_table(self, streams: list[StreamStats], max_rows: int | None) -> Table:
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), expand=False)
-        for name, justify in (
-            ("conn", "left"),
-            ("from -> to", "left"),
-            ("state", "left"),
-            ("msgs", "right"),
-            ("by type", "left"),
-            ("bytes", "right"),
-            ("msg/s", "right"),
-            ("seq", "right"),
-            ("delta #", "right"),
-            ("gaps", "right"),
-            ("dups", "right"),
-            ("crc", "right"),
-            ("lost", "right"),
-            ("heartbeat", "left"),
-            ("wm lag", "right"),
-        ):
-            t.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
+        t = Table(
+            box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), collapse_padding=True, expand=False
+        )
+        # Numbers keep their width; the endpoints, then the type counts, get what is left.
+        columns: list[tuple[str, int | None]] = [
+            ("conn", 6),
+            ("from -> to", None),
+            ("state", 5),
+            ("msgs", 6),
+            ("types", None),
+            ("bytes", 6),
+            ("msg/s", 5),
+            ("seq", 6),
+            ("delta#", 10),
+            ("gaps", 4),
+            ("dups", 4),
+            ("crc", 3),
+            ("lost", 5),
+            ("heartbeat", 10),
+            ("wm lag", 6),
+        ]
+        # Outside each column's width: one space of (collapsed) padding and a
+        # one-space divider between columns, nothing at the table's edges.
+        overhead = 2 * len(columns) - 2
+        spare = max(16, self.console.width - overhead - sum(w for _n, w in columns if w is not None))
+        endpoints = min(26, max(8, spare - 16))
+        flexible = {"from -> to": endpoints, "types": max(8, min(40, spare - endpoints))}
+        for name, width in columns:
+            t.add_column(
+                name,
+                justify="left" if width is None or name in ("conn", "state", "delta#", "heartbeat") else "right",
+                width=width or flexible[name],
+                no_wrap=True,
+                overflow="ellipsis",
+            )
         # Open streams first, by connection; then the most recently closed.
         open_ = sorted((s for s in streams if s.ended is None), key=lambda s: (s.stream.connection, s.stream.direction))
         closed = sorted((s for s in streams if s.ended is not None), key=lambda s: -s.stream.connection)
@@ -225,11 +241,12 @@ class LiveView:
         rate = self._rates.get(s)
         delta = "" if st.last_delta is None else f"{st.last_delta[0].decode('utf-8', 'replace')}#{st.last_delta[1]}"
         hb = ""
-        if st.heartbeat is not None:
-            hb = f"{human_duration(now_ns - st.heartbeat[0])} ago, load {st.heartbeat[1]:.2f}"
+        if st.heartbeat is not None:  # its age, then its load
+            hb = f"{human_duration(now_ns - st.heartbeat[0])} {st.heartbeat[1]:.2f}"
+        dst_text = f":{dst.port}" if dst.host == src.host else str(dst)
         return (
             Text(_conn(s)),
-            Text(f"{src} -> {dst}"),
+            Text(f"{src} -> {dst_text}"),
             Text(st.ended or "open", style="dim" if st.ended else "green"),
             Text(str(st.messages)),
             Text(by_type_text(st.by_type)),

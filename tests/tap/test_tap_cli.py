@@ -1,0 +1,173 @@
+"""`ripple tap`'s command line: modes, options shared with decode, limits,
+errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from tapkit import DEMO, ROOT, EchoServer, by_connection, decode_lines, exchange, listener, ripple_cmd, run_tap
+
+from ripple_cli.capture.events import StreamData
+from ripple_cli.capture.reader import CaptureOptions, capture_events
+
+
+def _tap(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(ripple_cmd("tap", *args), capture_output=True, text=True, cwd=ROOT, check=False, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give --listen HOST:PORT and --upstream HOST:PORT (proxy), or -i IFACE (sniff)"),
+        (["--listen", "127.0.0.1:0"], "give --listen HOST:PORT and --upstream"),
+        (["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "-i", "lo"], "-i sniffs; --listen and --upstream"),
+        (["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--port", "9"], "-f and --port apply to sniffing"),
+        (["--listen", "127.0.0.1:0", "--upstream", ":9"], "--upstream needs a host"),
+        (["--listen", "nonsense", "--upstream", "127.0.0.1:1"], "'nonsense' is not HOST:PORT"),
+        (["--listen", "::1:9000", "--upstream", "127.0.0.1:1"], "write an IPv6 address in brackets"),
+        (["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "-Y", "type =="], "-Y:"),
+    ],
+)
+def test_usage_errors_are_exit_2(args: list[str], message: str) -> None:
+    r = _tap(*args)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+
+
+def test_a_port_in_use_is_one_line_and_exit_3() -> None:
+    busy = listener()
+    port = busy.getsockname()[1]
+    r = _tap("--listen", f"127.0.0.1:{port}", "--upstream", "127.0.0.1:1")
+    busy.close()
+    assert r.returncode == 3
+    assert r.stderr == f"ripple: tap: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_help_names_both_modes() -> None:
+    r = _tap("--help")
+    assert r.returncode == 0
+    for option in ("--listen", "--upstream", "--interface", "--bpf", "--write", "--rotate", "--max-connections"):
+        assert option in r.stdout
+
+
+def test_count_stops_after_n_messages_and_closes_the_connections(tmp_path: Path) -> None:
+    up = EchoServer(seed=11)
+    with run_tap(["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", "-c", "5"], tmp_path) as tap:
+        c = socket.create_connection(("127.0.0.1", tap.port))
+        c.sendall(DEMO)  # no FIN: the tap ends the connection when it stops
+        assert tap.proc.wait(30) == 0
+        c.settimeout(10)
+        while c.recv(65536):  # the echo, then EOF: the relay closed the connection on its way out
+            pass
+        c.close()
+    assert tap.stdout().splitlines() == decode_lines(DEMO, tmp_path)[:5]
+
+
+def test_selection_and_json_with_problems_in_line(tmp_path: Path) -> None:
+    up = EchoServer(seed=12)
+    args = ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", "--format", "json"]
+    with run_tap([*args, "--type", "Heartbeat", "-Y", "load > 0.5"], tmp_path) as tap:
+        exchange(tap.port, DEMO, random.Random(1))
+        exchange(tap.port, b"not ripple at all", random.Random(2))
+        assert tap.interrupt() == 130
+    doc = json.loads(tap.stdout())
+    messages = [m for m in doc if "msg" in m]
+    problems = [m for m in doc if "problem" in m]
+    assert messages and all(m["type"] == "Heartbeat" and m["msg"]["load"] > 0.5 for m in messages)
+    assert {(m["connection"], m["direction"]) for m in messages} == {(1, "c2s"), (1, "s2c")}
+    assert all(m["source"] == "tap" and m["capture_time_ns"] > 0 for m in messages)
+    assert {(p["connection"], p["direction"], p["problem"]["kind"]) for p in problems} == {
+        (2, "c2s", "bad_magic"),
+        (2, "s2c", "bad_magic"),
+    }
+    assert "ripple: tap: 2 connections" in tap.stderr()  # the summary; no problem lines: they are in the JSON
+
+
+def test_max_connections_refuses_beyond_the_limit(tmp_path: Path) -> None:
+    up = EchoServer(seed=13)
+    args = ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", "--max-connections", "2"]
+    with run_tap(args, tmp_path) as tap:
+        held = [socket.create_connection(("127.0.0.1", tap.port)) for _ in range(2)]
+        for s in held:  # both proxied: they echo
+            s.sendall(b"ping")
+            s.settimeout(10)
+            assert s.recv(10) == b"ping"
+        extra = socket.create_connection(("127.0.0.1", tap.port))
+        extra.settimeout(10)
+        assert extra.recv(10) == b""  # closed at once
+        extra.close()
+        for s in held:
+            s.close()
+        time.sleep(0.3)
+        again = socket.create_connection(("127.0.0.1", tap.port))  # room again once they are closed
+        again.sendall(b"pong")
+        again.settimeout(10)
+        assert again.recv(10) == b"pong"
+        again.close()
+        assert tap.interrupt() == 130
+    assert "refused: 2 connections open (--max-connections)" in tap.stderr()
+    assert "3 connections" in tap.stderr().splitlines()[-1]
+
+
+def test_an_unreachable_upstream_closes_the_client_with_a_note(tmp_path: Path) -> None:
+    dead = listener()
+    port = dead.getsockname()[1]
+    dead.close()
+    with run_tap(["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{port}"], tmp_path) as tap:
+        c = socket.create_connection(("127.0.0.1", tap.port))
+        c.settimeout(10)
+        with pytest.raises(ConnectionResetError):
+            c.recv(10)
+        c.close()
+        assert tap.interrupt() == 130
+    assert f"upstream 127.0.0.1:{port} unreachable: Connection refused" in tap.stderr()
+    assert "0 connections" in tap.stderr().splitlines()[-1]
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+def test_ipv6_proxy_and_its_capture(tmp_path: Path) -> None:
+    srv = listener("::1")
+    port = srv.getsockname()[1]
+
+    def echo() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            while data := conn.recv(65536):
+                conn.sendall(data)
+
+    import threading
+
+    threading.Thread(target=echo, daemon=True).start()
+    cap = tmp_path / "v6.pcapng"
+    args = ["--listen", "[::1]:0", "--upstream", f"[::1]:{port}", "--show-connection", "-w", str(cap)]
+    with run_tap(args, tmp_path, ready="ripple: tap: listening on [::1]:") as tap:
+        tap_port = int(tap.stderr().split("listening on [::1]:")[1].split(",")[0])
+        with socket.create_connection(("::1", tap_port)) as c:
+            c.sendall(DEMO)
+            c.shutdown(socket.SHUT_WR)
+            got = bytearray()
+            while chunk := c.recv(65536):
+                got += chunk
+        assert got == DEMO
+        assert tap.interrupt() == 130
+    groups = by_connection(tap.stdout().splitlines())
+    assert len(groups) == 2 and all("[::1]:" in label for label in groups)
+    assert all(lines == decode_lines(DEMO, tmp_path) for lines in groups.values())
+    with cap.open("rb") as f:
+        data = b"".join(ev.data for ev in capture_events(f, "v6", CaptureOptions()) if isinstance(ev, StreamData))
+    assert data == DEMO + DEMO

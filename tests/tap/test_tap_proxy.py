@@ -1,0 +1,262 @@
+"""`ripple tap` as a proxy, as a process on real sockets: bytes intact in
+both directions, decoded like `ripple decode`, closing like a plain relay,
+and traffic never held up by a blocked printer."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import pytest
+from tapkit import (
+    DEMO,
+    EchoServer,
+    TapRun,
+    by_connection,
+    decode_lines,
+    exchange,
+    listener,
+    ripple_stream,
+    run_tap,
+    sha,
+    wait_for,
+    wait_idle,
+)
+
+
+def _proxy_args(upstream_port: int, *extra: str) -> list[str]:
+    return ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{upstream_port}", *extra]
+
+
+def _parallel(port: int, payloads: list[bytes], seed: int = 1) -> list[tuple[int, str, int]]:
+    results: list[tuple[int, str, int] | None] = [None] * len(payloads)
+
+    def one(i: int) -> None:
+        results[i] = exchange(port, payloads[i], random.Random(seed * 1000 + i))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(payloads))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(r is not None for r in results), "a connection did not finish"
+    return [r for r in results if r is not None]
+
+
+def _client_port(label: str, upstream_port: int) -> int:
+    """The client's port in a `--show-connection` label `N SRC -> DST`."""
+    _n, src, _arrow, dst = label.split()
+    ports = [int(src.rsplit(":", 1)[1]), int(dst.rsplit(":", 1)[1])]
+    ports.remove(upstream_port)
+    return ports[0]
+
+
+def test_fifty_connections_arrive_intact_and_decode_like_decode(tmp_path: Path) -> None:
+    variants = [ripple_stream(seed=k, size=2_000_000) for k in range(4)]
+    garbage = random.Random(99).randbytes(2_000_000)
+    payloads = [garbage if i == 17 else variants[i % 4] for i in range(50)]
+    up = EchoServer(seed=3)
+    # A buffer larger than all the traffic: this test wants every byte decoded.
+    with run_tap(_proxy_args(up.port, "--show-connection", "--buffer", "1G"), tmp_path) as tap:
+        results = _parallel(tap.port, payloads)
+        wait_for(lambda: len(up.received) == 50, what="the upstream to see every connection end")
+        assert tap.interrupt() == 130
+    up.close()
+
+    # Bytes: each side got exactly what the other sent.
+    for (_local, digest, size), payload in zip(results, payloads, strict=True):
+        assert (digest, size) == (sha(payload), len(payload))
+    assert sorted(r.sha for r in up.received) == sorted(sha(p) for p in payloads)
+
+    # Decoding: per connection and direction, what `ripple decode` prints for the same bytes.
+    expected = {sha(p): decode_lines(p, tmp_path) for p in [*variants, garbage]}
+    payload_of = {local: payloads[i] for i, (local, _d, _s) in enumerate(results)}
+    groups = by_connection(tap.stdout().splitlines())
+    assert len(groups) == 2 * 49  # both directions of every Ripple connection
+    for label, lines in groups.items():
+        payload = payload_of[_client_port(label, up.port)]
+        assert lines == expected[sha(payload)], label
+    garbage_port = results[17][0]
+    assert not any(_client_port(label, up.port) == garbage_port for label in groups)
+
+    # Problems: only the garbage connection's, on stderr as decode reports them.
+    problems = [ln for ln in tap.stderr().splitlines() if ": error: " in ln or ": warning: " in ln]
+    assert problems
+    assert all(re.search(rf"127\.0\.0\.1:{garbage_port}\b", p) for p in problems), problems
+    assert any(re.search(r": error: offset 0: bad magic", p) for p in problems)
+    summary = tap.stderr().splitlines()[-1]
+    assert "50 connections" in summary
+    assert "0 messages not shown, 0 bytes not decoded" in summary
+
+
+def test_blocked_printer_never_slows_or_alters_traffic(tmp_path: Path) -> None:
+    """stdout is a pipe nobody reads: the printer blocks at once, messages
+    are dropped and counted, and the traffic goes on at full speed."""
+    up = EchoServer(seed=4)
+    many = DEMO * 40  # 12,000 small messages each way: more than the print queue holds
+    bulk = random.Random(5).randbytes(48 << 20)
+    direct = time.monotonic()
+    exchange(up.port, bulk, random.Random(6), max_write=1 << 20)
+    direct = time.monotonic() - direct
+    with run_tap(_proxy_args(up.port), tmp_path, stdout=subprocess.PIPE) as tap:
+        assert exchange(tap.port, many, random.Random(7))[1:] == (sha(many), len(many))
+        start = time.monotonic()
+        assert exchange(tap.port, bulk, random.Random(8), max_write=1 << 20)[1:] == (sha(bulk), len(bulk))
+        through_tap = time.monotonic() - start
+        # Everything received is decoded, and either waits for the blocked
+        # printer or was dropped.  Only now is stdout read.
+        wait_idle(tap.proc.pid)
+        tap.proc.send_signal(signal.SIGINT)
+        assert tap.proc.stdout is not None
+        shown = tap.proc.stdout.read().count(b"\n")
+        assert tap.proc.wait(30) == 130
+    # Generous for a loaded 2-core machine; a relay that waited on the printer would never finish.
+    assert through_tap < max(15 * direct, 5.0), (through_tap, direct)
+    time.sleep(0.1)
+    summary = tap.stderr().splitlines()[-1]
+    m = re.search(r"(\d+) messages not shown", summary)
+    assert m is not None and int(m.group(1)) > 0, summary
+    assert shown + int(m.group(1)) == 2 * 12_000, summary  # every message was either shown or counted
+
+
+def test_a_second_ctrl_c_gives_up_what_is_left_to_show(tmp_path: Path) -> None:
+    up = EchoServer(seed=5)
+    with run_tap(_proxy_args(up.port), tmp_path, stdout=subprocess.PIPE) as tap:
+        exchange(tap.port, DEMO * 40, random.Random(1))
+        wait_idle(tap.proc.pid)  # decoded; the printer is stuck on the full pipe
+        tap.proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        assert tap.proc.poll() is None  # still waiting to show what it decoded
+        tap.proc.send_signal(signal.SIGINT)
+        assert tap.proc.wait(10) == 130
+    time.sleep(0.1)
+    summary = tap.stderr().splitlines()[-1]
+    m = re.search(r"(\d+) messages not shown", summary)
+    assert m is not None and int(m.group(1)) > 10_000, summary  # the queued ones count too
+
+
+def test_a_relay_that_dies_ends_the_tap_with_a_problem(tmp_path: Path) -> None:
+    up = EchoServer(seed=6)
+    with run_tap(_proxy_args(up.port), tmp_path) as tap:
+        children = Path(f"/proc/{tap.proc.pid}/task/{tap.proc.pid}/children")
+        if not children.exists():
+            pytest.skip("this kernel does not list a process's children in /proc")
+        (relay,) = children.read_text().split()
+        os.kill(int(relay), signal.SIGKILL)
+        assert tap.proc.wait(30) == 1
+    time.sleep(0.1)
+    assert "error: the relay process ended unexpectedly (exit status -9)" in tap.stderr()
+
+
+def _serve_once(handler: Callable[[socket.socket, dict[str, object]], None]) -> tuple[int, dict[str, object]]:
+    srv = listener()
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        conn, _ = srv.accept()
+        srv.close()
+        with conn:
+            try:
+                handler(conn, result)
+            except OSError as e:
+                result["error"] = e
+        result["done"] = True
+
+    threading.Thread(target=run, daemon=True).start()
+    return int(srv.getsockname()[1]), result
+
+
+def _recv_all(s: socket.socket) -> bytes:
+    out = bytearray()
+    while chunk := s.recv(65536):
+        out += chunk
+    return bytes(out)
+
+
+def _rst(s: socket.socket) -> None:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+
+
+def _tap_to(upstream_port: int, tmp_path: Path) -> AbstractContextManager[TapRun]:
+    return run_tap(_proxy_args(upstream_port, "--format", "json"), tmp_path)
+
+
+def test_client_half_close_reaches_upstream_which_still_answers(tmp_path: Path) -> None:
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["got"] = _recv_all(conn)  # returns at the client's FIN
+        conn.sendall(b"answer after your FIN")
+        conn.close()
+
+    port, result = _serve_once(upstream)
+    with _tap_to(port, tmp_path) as tap, socket.create_connection(("127.0.0.1", tap.port)) as c:
+        c.sendall(b"question")
+        c.shutdown(socket.SHUT_WR)
+        c.settimeout(10)
+        assert _recv_all(c) == b"answer after your FIN"  # and then EOF: the upstream closed
+        wait_for(lambda: "done" in result)
+        assert result["got"] == b"question"
+
+
+def test_upstream_close_reaches_client(tmp_path: Path) -> None:
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        conn.sendall(b"bye")
+        conn.shutdown(socket.SHUT_WR)
+        result["got"] = _recv_all(conn)  # the client still talks, then closes
+
+    port, result = _serve_once(upstream)
+    with _tap_to(port, tmp_path) as tap, socket.create_connection(("127.0.0.1", tap.port)) as c:
+        c.settimeout(10)
+        assert _recv_all(c) == b"bye"  # EOF seen by the client
+        c.sendall(b"still here")
+        c.shutdown(socket.SHUT_WR)
+        wait_for(lambda: "done" in result)
+        assert result["got"] == b"still here"
+
+
+def test_client_reset_resets_upstream(tmp_path: Path) -> None:
+    got_first = threading.Event()
+
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["first"] = conn.recv(100)
+        got_first.set()
+        conn.settimeout(10)
+        result["then"] = conn.recv(100)  # raises ConnectionResetError when the RST is passed on
+
+    port, result = _serve_once(upstream)
+    with _tap_to(port, tmp_path) as tap:
+        c = socket.create_connection(("127.0.0.1", tap.port))
+        c.sendall(b"x")
+        assert got_first.wait(10)
+        _rst(c)
+        wait_for(lambda: "done" in result)
+    assert result["first"] == b"x"
+    assert isinstance(result.get("error"), ConnectionResetError), result
+
+
+def test_upstream_reset_resets_client(tmp_path: Path) -> None:
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["first"] = conn.recv(100)
+        conn.sendall(b"y")
+        time.sleep(0.2)
+        _rst(conn)
+
+    port, result = _serve_once(upstream)
+    with _tap_to(port, tmp_path) as tap, socket.create_connection(("127.0.0.1", tap.port)) as c:
+        c.settimeout(10)
+        c.sendall(b"x")
+        assert c.recv(100) == b"y"
+        with pytest.raises(ConnectionResetError):
+            c.recv(100)
+        assert tap.interrupt() == 130
+    assert result["first"] == b"x"

@@ -1,0 +1,94 @@
+"""`ripple tap -i`: live sniffing with the real tcpdump on the loopback
+interface (root needed: CI runs as root; skipped otherwise)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from tapkit import ROOT, EchoServer, by_connection, decode_lines, exchange, ripple_cmd, ripple_stream, run_tap
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="sniffing needs root (CI runs the tests as root)")
+needs_tcpdump = pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump is not installed")
+
+
+@needs_root
+@needs_tcpdump
+def test_sniffing_lo_decodes_like_decode_and_records_the_packets(tmp_path: Path) -> None:
+    up = EchoServer(seed=8)
+    cap = tmp_path / "sniff.pcapng"
+    payload = ripple_stream(seed=21, size=300_000)
+    args = ["-i", "lo", "--port", str(up.port), "--show-connection", "-w", str(cap)]
+    with run_tap(args, tmp_path, ready="ripple: tap: capturing on lo") as tap:
+        assert f"tcp port {up.port}" in tap.stderr()
+        client_port, _digest, size = exchange(up.port, payload, random.Random(2))
+        assert size == len(payload)
+        assert tap.interrupt() == 130
+    expected = decode_lines(payload, tmp_path)
+    groups = by_connection(tap.stdout().splitlines())
+    assert sorted(groups) == sorted(
+        [f"1 127.0.0.1:{client_port} -> 127.0.0.1:{up.port}", f"1 127.0.0.1:{up.port} -> 127.0.0.1:{client_port}"]
+    )
+    for label, lines in groups.items():
+        assert lines == expected, label
+    assert "0 bytes not decoded" in tap.stderr().splitlines()[-1]
+
+    # -w kept the real packets: decoding them gives the same again.
+    r = subprocess.run(ripple_cmd("decode", "--show-connection", str(cap)), capture_output=True, cwd=ROOT, check=False)
+    assert r.returncode == 0, r.stderr
+    assert by_connection(r.stdout.splitlines()) == groups
+
+
+@needs_root
+@needs_tcpdump
+def test_sniffing_without_port_finds_ripple_by_content(tmp_path: Path) -> None:
+    up = EchoServer(seed=9)
+    with run_tap(["-i", "lo", "-f", f"port {up.port}", "--format", "jsonl"], tmp_path, ready="ripple: tap: ") as tap:
+        exchange(up.port, ripple_stream(seed=22, size=100_000), random.Random(3))
+        exchange(up.port, random.Random(4).randbytes(50_000), random.Random(4))  # not Ripple: left alone
+        assert tap.interrupt() == 130
+    lines = tap.stdout().splitlines()
+    assert lines and all(b'"connection":1' in ln for ln in lines)
+    assert not any(b'"problem"' in ln for ln in lines)
+    assert tap.stderr().splitlines()[-1].startswith("ripple: tap: 1 connection, ")  # the other one is not counted
+
+
+@needs_root
+@needs_tcpdump
+def test_sniffing_without_the_right_to_capture_is_one_line_and_exit_3() -> None:
+    # Root without CAP_NET_RAW (dropped from the bounding set) is refused by the kernel, like any user.
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is needed to drop CAP_NET_RAW")
+    r = subprocess.run(
+        [setpriv, "--bounding-set", "-net_raw", *ripple_cmd("tap", "-i", "lo")],
+        capture_output=True,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+    assert r.returncode == 3
+    assert r.stderr.decode() == (
+        "ripple: tap: cannot capture on lo: permission denied (sniffing needs root or CAP_NET_RAW)\n"
+    )
+
+
+@needs_root
+@needs_tcpdump
+def test_sniffing_errors() -> None:
+    def tap(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ripple_cmd("tap", *args), capture_output=True, text=True, cwd=ROOT, check=False, timeout=60, env=env
+        )
+
+    r = tap("-i", "nosuchif0")
+    assert r.returncode == 3 and r.stderr.startswith("ripple: tap: cannot capture on nosuchif0: ")
+    r = tap("-i", "lo", "-f", "port ((( nonsense")
+    assert r.returncode == 2 and r.stderr.startswith("ripple: tap: -f: tcpdump cannot use the filter")
+    r = tap("-i", "lo", env={**os.environ, "PATH": "/nonexistent"})
+    assert r.returncode == 3 and r.stderr.startswith("ripple: tap: tcpdump is not installed")
+    assert len(r.stderr.splitlines()) == 1
