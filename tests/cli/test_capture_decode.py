@@ -146,3 +146,61 @@ def test_live_view_from_tcpdump_pipe(tmp_path: Path) -> None:
         accepted[0].close()
     decoder.wait(timeout=30)
     assert decoder.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def one_connection(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The demo stream over one real connection, in small writes so that it
+    spans many segments."""
+    tmp = tmp_path_factory.mktemp("one")
+    path = tmp / "one.pcap"
+    [exchange] = capture_conversation(path, [(DEMO, b"")], 9, max_write=700)
+    return path, exchange.client_port
+
+
+def envelopes(stream: bytes) -> list[tuple[int, int]]:
+    """(offset, size) of every envelope of a clean stream."""
+    out, pos = [], 0
+    while pos < len(stream):
+        size = 63 + int.from_bytes(stream[pos + 55 : pos + 59], "little")
+        out.append((pos, size))
+        pos += size
+    return out
+
+
+def test_mutated_capture_loses_only_what_the_holes_touch(one_connection: tuple[Path, int], tmp_path: Path) -> None:
+    from tests.capture import mutate
+
+    path, port = one_connection
+    pkts = mutate.read_pcap(path)
+    data = mutate.data_indices(pkts, port)
+    assert len(data) > 20
+    # Reorder and duplicate some segments, overlap one identically, drop two.
+    pkts = mutate.reorder(pkts, data[3], data[6])
+    data = mutate.data_indices(pkts, port)
+    pkts = mutate.duplicate(pkts, data[8], data[12])
+    data = mutate.data_indices(pkts, port)
+    pkts = mutate.overlap(pkts, data[15], 100)
+    data = mutate.data_indices(pkts, port)
+    dropped = [data[10], data[len(data) // 2]]
+    holes = []
+    for i in dropped:
+        start = mutate.stream_offset(pkts, i)
+        holes.append((start, start + len(pkts[i].payload)))
+    damaged = mutate.write_pcap(tmp_path / "damaged.pcap", mutate.drop(pkts, dropped))
+
+    # --raw: a hole may take the Handshake, and with it the schemas.
+    r = run_cli(["decode", "--raw", "--stream", "1:c2s", str(damaged)])
+    assert r.code == 1
+    gap_lines = [x for x in r.stderr.splitlines() if "bytes missing from the stream" in x]
+    assert len(gap_lines) == 2, r.stderr
+    for (start, end), line in zip(sorted(holes), gap_lines, strict=True):
+        assert f"{end - start} bytes missing from the stream at offset {start}" in line
+    lines = run_cli(["decode", "--raw", str(EXAMPLES / "demo.ripple")]).stdout.splitlines(keepends=True)
+    expected = [
+        lines[k]
+        for k, (off, size) in enumerate(envelopes(DEMO))
+        if not any(off < end and start < off + size for start, end in holes)
+    ]
+    assert r.stdout.splitlines(keepends=True) == expected
+    assert len(expected) < 300
