@@ -6,9 +6,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit interop bench system-deps clean
+.PHONY: demo test test-pure lint unit interop bench system-deps clean
 
-$(STAMP): pyproject.toml
+# setup.py and the C sources: reinstalling rebuilds the fast lane's extension.
+$(STAMP): pyproject.toml setup.py $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
@@ -35,8 +36,12 @@ lint: $(STAMP)
 test: $(STAMP) system-deps lint
 	$(BIN)/python -m pytest -q
 
+# The same suites without the C fast lane (its output must not differ).
+test-pure: $(STAMP)
+	RIPPLE_PURE=1 $(BIN)/python -m pytest -q tests/unit tests/property tests/cli
+
 bench: $(STAMP) system-deps
 	$(BIN)/python bench/bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench build ripple_cli/codec/fast/*.so

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from ripple_cli.codec.messages import TYPE_NAMES
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.stream import Message
 from ripple_cli.errors import EXIT_OK, EXIT_PROBLEMS
+
+if TYPE_CHECKING:
+    from ripple_cli.codec.fast.lane import Batch
 
 
 @dataclass
@@ -50,6 +55,21 @@ class Report:
             rep.problems.append(p)
         else:
             self.dropped[rep.name] += 1
+
+    def batch(self, rep: SourceReport, batch: Batch) -> None:
+        """The messages and problems of a fast-lane Batch, as `message` and
+        `problem` would count them one by one; only the problems that are
+        kept are made."""
+        rep.messages += batch.messages
+        rep.bytes += batch.size
+        for tag, n in enumerate(batch.by_tag):
+            if n:
+                rep.by_type[TYPE_NAMES[tag]] += n
+        count = batch.problem_count
+        if count:
+            room = max(0, self.keep_problems - len(rep.problems))
+            rep.problems.extend(batch.problems(limit=min(room, count)))
+            self.dropped[rep.name] += count - min(room, count)
 
     def is_problem(self, p: Problem) -> bool:
         return p.severity is Severity.ERROR or self.strict

@@ -29,11 +29,7 @@ class SequenceChecker:
         f = msg.frame
         out: list[Problem] = []
         if self.last_seq is not None and f.seq <= self.last_seq:
-            out.append(
-                Problem(
-                    f.offset, "seq_order", f"envelope seq {f.seq} is not above the previous {self.last_seq}", seq=f.seq
-                )
-            )
+            out.append(seq_order_problem(f.offset, f.seq, self.last_seq))
         self.last_seq = f.seq
         body = msg.body
         if isinstance(body, Handshake):
@@ -44,14 +40,7 @@ class SequenceChecker:
             out.append(Problem(f.offset, "negotiation_failed", f"Schema_negotiation refused: {errors}", seq=f.seq))
         elif f.tag == DELTA and isinstance(body, (DeltaMsg, DeltaView)):
             if f.fingerprint not in self.registry:
-                out.append(
-                    Problem(
-                        f.offset,
-                        "delta_before_schema",
-                        f"Delta for {text(f.fingerprint)} before its schema is known",
-                        seq=f.seq,
-                    )
-                )
+                out.append(before_schema_problem(f.offset, f.seq, f.fingerprint))
             out.extend(self._delta_seq(f.offset, f.seq, body.source_output, body.sequence_no))
         return out
 
@@ -83,26 +72,45 @@ class SequenceChecker:
                 ]
             return []
         if n <= last:
-            return [
-                Problem(
-                    offset,
-                    "delta_duplicate",
-                    f"{who} sequence_no {n} at or below the last applied {last} (duplicate)",
-                    seq=seq,
-                    extra={"worker": text(worker), "output": text(output)},
-                )
-            ]
+            return [duplicate_problem(offset, seq, key, last, n)]
         self.last_applied[key] = n
         if n > last + 1:
-            missing = n - last - 1
-            which = str(last + 1) if missing == 1 else f"{last + 1}..{n - 1}"
-            return [
-                Problem(
-                    offset,
-                    "delta_gap",
-                    f"{who} sequence_no jumped from {last} to {n} ({missing} missing: {which})",
-                    seq=seq,
-                    extra={"worker": text(worker), "output": text(output), "missing": missing},
-                )
-            ]
+            return [gap_problem(offset, seq, key, last, n)]
         return []
+
+
+# The problems the rules raise, also made from the fast lane's records
+# (codec/fast/lane.py): one wording for both.
+
+
+def seq_order_problem(offset: int, seq: int, last: int) -> Problem:
+    return Problem(offset, "seq_order", f"envelope seq {seq} is not above the previous {last}", seq=seq)
+
+
+def before_schema_problem(offset: int, seq: int, fingerprint: bytes) -> Problem:
+    return Problem(offset, "delta_before_schema", f"Delta for {text(fingerprint)} before its schema is known", seq=seq)
+
+
+def duplicate_problem(offset: int, seq: int, key: tuple[bytes, bytes], last: int, n: int) -> Problem:
+    worker, output = key
+    return Problem(
+        offset,
+        "delta_duplicate",
+        f"({text(worker)}, {text(output)}) sequence_no {n} at or below the last applied {last} (duplicate)",
+        seq=seq,
+        extra={"worker": text(worker), "output": text(output)},
+    )
+
+
+def gap_problem(offset: int, seq: int, key: tuple[bytes, bytes], last: int, n: int) -> Problem:
+    """sequence_no n after last, n > last + 1."""
+    worker, output = key
+    missing = n - last - 1
+    which = str(last + 1) if missing == 1 else f"{last + 1}..{n - 1}"
+    return Problem(
+        offset,
+        "delta_gap",
+        f"({text(worker)}, {text(output)}) sequence_no jumped from {last} to {n} ({missing} missing: {which})",
+        seq=seq,
+        extra={"worker": text(worker), "output": text(output), "missing": missing},
+    )

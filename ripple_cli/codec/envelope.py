@@ -6,8 +6,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from crc32c import crc32c
-
+from ripple_cli.codec.crc import crc32c
 from ripple_cli.codec.errors import EncodeError
 
 MAGIC = b"RIPP"

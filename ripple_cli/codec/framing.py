@@ -4,12 +4,17 @@
 one envelope (bounded by the maximum payload length) plus one chunk.  After
 any damage it resynchronizes on the next offset where a whole envelope with
 a valid CRC starts, so that no intact envelope after the damage is lost.
+
+Its buffer keeps its size from chunk to chunk: what is pending moves to the
+front only when a chunk would not fit after it.  Letting a bytearray shrink
+(del of the framed prefix) and grow again for every chunk cost more than
+reading the stream: each round frees and reallocates a chunk's worth of
+memory, which the allocator hands back to the system and faults in again.
 """
 
 from __future__ import annotations
 
-from crc32c import crc32c
-
+from ripple_cli.codec.crc import crc32c
 from ripple_cli.codec.envelope import (
     CRC,
     DEFAULT_MAX_PAYLOAD,
@@ -22,13 +27,12 @@ from ripple_cli.codec.envelope import (
 )
 from ripple_cli.codec.problems import Problem, Severity
 
-_COMPACT_AT = 1 << 20
-
 
 class FrameDecoder:
     def __init__(self, max_payload: int = DEFAULT_MAX_PAYLOAD, start_offset: int = 0) -> None:
         self.max_payload = max_payload
         self._buf = bytearray()
+        self._end = 0  # bytes of _buf in use: _buf[_end:] is room for the next chunks
         self._pos = 0  # index in _buf of the first byte not yet framed
         self._base = start_offset  # stream offset of _buf[0]
         # An open damaged region: (stream offset, kind, detail), closed when
@@ -42,16 +46,13 @@ class FrameDecoder:
 
     @property
     def buffered(self) -> int:
-        return len(self._buf) - self._pos
+        return self._end - self._pos
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame | Problem]:
-        self._buf += data
+        self.append(data)
         out: list[Frame | Problem] = []
         self._run(out, final=False)
-        if self._pos >= _COMPACT_AT or (self._pos and self._pos == len(self._buf)):
-            del self._buf[: self._pos]
-            self._base += self._pos
-            self._pos = 0
+        self.compact()
         return out
 
     def finish(self) -> list[Frame | Problem]:
@@ -59,9 +60,7 @@ class FrameDecoder:
         unless whole envelopes can still be found in it."""
         out: list[Frame | Problem] = []
         self._run(out, final=True)
-        self._base += len(self._buf)
-        self._buf = bytearray()
-        self._pos = 0
+        self.drop_all()
         return out
 
     def gap(self, size: int) -> list[Frame | Problem]:
@@ -71,7 +70,59 @@ class FrameDecoder:
         resynchronizes on the first whole envelope after it."""
         out: list[Frame | Problem] = []
         self._run(out, final=False)
-        hole_at = self._base + len(self._buf)
+        self.hole(size)
+        return out
+
+    # The same three, one item at a time, so that a fast lane can take the
+    # boring envelopes in between (StreamDecoder.steps): append, then step
+    # until it returns nothing, then compact (feed), drop_all (finish) or
+    # hole (gap).
+
+    def append(self, data: bytes | bytearray | memoryview) -> None:
+        k = len(data)
+        if self._end + k > len(self._buf):
+            self._make_room(k)
+        self._buf[self._end : self._end + k] = data  # same length: a copy, no resizing
+        self._end += k
+
+    def _make_room(self, k: int) -> None:
+        pending = self._end - self._pos
+        if self._pos:
+            self._buf[:pending] = self._buf[self._pos : self._end]
+            self._base += self._pos
+            self._pos, self._end = 0, pending
+        if pending + k > len(self._buf):
+            self._buf += bytes(max(pending + k, 2 * len(self._buf)) - len(self._buf))
+
+    def step(self, final: bool) -> list[Frame | Problem]:
+        """At most one Frame or Problem, or nothing: more bytes are needed
+        (or, when final, everything is done)."""
+        out: list[Frame | Problem] = []
+        self._run(out, final, limit=1)
+        return out
+
+    def lane_window(self) -> tuple[bytearray, int, int] | None:
+        """The buffer, the index where the next envelope should start and
+        the end of the bytes in use, or None while a damaged region is open
+        (only the Python scan resynchronizes)."""
+        return None if self._damage is not None else (self._buf, self._pos, self._end)
+
+    def advance(self, pos: int) -> None:
+        """Whole envelopes up to index `pos` were consumed by a fast lane."""
+        self._pos = pos
+
+    def compact(self) -> None:
+        if self._pos == self._end:  # all framed: the whole buffer is room again
+            self._base += self._pos
+            self._pos = self._end = 0
+
+    def drop_all(self) -> None:
+        self._base += self._end
+        self._buf = bytearray()
+        self._pos = self._end = 0
+
+    def hole(self, size: int) -> None:
+        hole_at = self._base + self._end
         detail = f"{size} bytes missing from the stream at offset {hole_at}"
         if self._damage is not None:
             start, kind, first = self._damage
@@ -80,8 +131,7 @@ class FrameDecoder:
             self._damage = (self._base + self._pos, "gap", detail)
         self._base = hole_at + size
         self._buf = bytearray()
-        self._pos = 0
-        return out
+        self._pos = self._end = 0
 
     def join_midstream(self) -> None:
         """The stream is entered part-way (a connection already open when a
@@ -117,7 +167,7 @@ class FrameDecoder:
         if n - p < HEADER_SIZE:
             if not final:
                 return False
-            head = bytes(buf[p : p + 4])
+            head = bytes(buf[p : min(p + 4, n)])
             if MAGIC.startswith(head):
                 return "truncated", f"stream ends inside an envelope header ({n - p} of {HEADER_SIZE} bytes)"
             return "bad_magic", f"bad magic {head.hex(' ')} (expected 52 49 50 50, RIPP)"
@@ -139,14 +189,18 @@ class FrameDecoder:
             return "crc_mismatch", f"CRC mismatch: stored {stored:08x}, computed {computed:08x}"
         return None
 
-    def _run(self, out: list[Frame | Problem], final: bool) -> None:
+    def _run(self, out: list[Frame | Problem], final: bool, limit: int | None = None) -> None:
+        """Frame from _pos on; with `limit`, stop once that many items are out."""
         buf = self._buf
-        n = len(buf)
+        n = self._end
         p = self._pos
         base = self._base
+        stop_at = len(out) + limit if limit is not None else -1
         while p < n:
+            if len(out) == stop_at:
+                break
             if self._damage is not None:
-                idx = buf.find(MAGIC, p)
+                idx = buf.find(MAGIC, p, n)
                 if idx < 0:
                     if final:
                         p = n
@@ -186,7 +240,7 @@ class FrameDecoder:
                 )
             )
             p = end + 4
-        if final and self._damage is not None:
+        if final and self._damage is not None and p >= n:
             self._close_damage(n, out)
         self._pos = p
 

@@ -7,8 +7,10 @@ caller feeds bytes and gets values back.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, Frame
 from ripple_cli.codec.errors import DecodeError
@@ -25,6 +27,9 @@ from ripple_cli.codec.messages import (
 )
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
+
+if TYPE_CHECKING:
+    from ripple_cli.codec.fast.lane import Batch, Lane
 
 
 class DeltaMode(Enum):
@@ -132,6 +137,38 @@ class StreamDecoder:
     def gap(self, size: int) -> list[Event]:
         """`size` bytes were lost here; see `FrameDecoder.gap`."""
         return self._decode(self.frames.gap(size))
+
+    # The same, step by step: event lists of one item each (an envelope or
+    # a damaged region) and, with a fast lane (codec/fast/lane.py), Batches
+    # of the envelopes the lane consumed, in stream order.  The caller must
+    # handle each step before asking for the next: what it does with an
+    # event may change what the next one means (the stream rules look the
+    # Delta's schema up in the registry a later Handshake fills), and the
+    # lane reads that state too.
+
+    def feed_steps(self, data: bytes | bytearray | memoryview, lane: Lane | None) -> Iterator[Batch | list[Event]]:
+        self.frames.append(data)
+        yield from self._steps(lane, final=False)
+        self.frames.compact()
+
+    def finish_steps(self, lane: Lane | None) -> Iterator[Batch | list[Event]]:
+        yield from self._steps(lane, final=True)
+        self.frames.drop_all()
+
+    def gap_steps(self, size: int, lane: Lane | None) -> Iterator[Batch | list[Event]]:
+        yield from self._steps(lane, final=False)
+        self.frames.hole(size)
+
+    def _steps(self, lane: Lane | None, final: bool) -> Iterator[Batch | list[Event]]:
+        while True:
+            if lane is not None:
+                batch = lane.run()
+                if batch is not None:
+                    yield batch
+            items = self.frames.step(final)
+            if not items:
+                return
+            yield self._decode(items)
 
     def _decode(self, items: list[Frame | Problem]) -> list[Event]:
         out: list[Event] = []

@@ -46,6 +46,11 @@ class MessageSelector:
                 raise UsageProblem(f"-Y: {e}") from None
 
     @property
+    def everything(self) -> bool:
+        """Every message is chosen: nothing to look at one by one."""
+        return self.selection.everything and self.filter is None
+
+    @property
     def needs_decoded_deltas(self) -> bool:
         """True when the choice looks inside Deltas (keys, row fields), so
         they must be decoded with their schema, not only validated."""

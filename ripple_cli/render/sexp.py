@@ -43,6 +43,21 @@ class SexpRenderer:
         if self._size >= _FLUSH_AT:
             self._write()
 
+    @property
+    def plain_lines(self) -> bool:
+        """Each message is its canonical line, with no notes after it."""
+        return not self.hum and not self.show_offsets and not self.show_connection
+
+    def lines(self, origin: Origin, text: bytes) -> None:
+        """Canonical lines already written (the fast lane's, for `sexp`
+        without notes): they go out as they are."""
+        if self._size + len(text) >= _FLUSH_AT:
+            self._write()
+            self.env.stdout.write(text)
+        else:
+            self._out.append(text)
+            self._size += len(text)
+
     def problem(self, origin: Origin, problem: Problem) -> None:
         self._write()
         self.env.problem_line(problem_text(origin, problem))

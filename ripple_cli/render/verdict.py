@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from typing import Any
 
 from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.codec.problems import Problem
-from ripple_cli.render.json import dumps
 
 VERIFY_JSON_VERSION = 1
 
@@ -69,6 +67,8 @@ def _problem_json(report: Report, p: Problem) -> dict[str, Any]:
 
 
 def json_report(report: Report, unreadable: list[str]) -> bytes:
+    from ripple_cli.render.json import dumps  # here: verify's start-up is a good part of its time
+
     doc = {
         "v": VERIFY_JSON_VERSION,
         "ok": report.problem_count == 0 and not unreadable,
@@ -93,6 +93,8 @@ def json_report(report: Report, unreadable: list[str]) -> bytes:
 
 def junit_report(report: Report, unreadable: list[str]) -> bytes:
     """One test case per stream; its problems are the failure's text."""
+    import xml.etree.ElementTree as ET  # here: verify's start-up is a good part of its time
+
     cases = len(report.sources) + len(unreadable)
     failures = sum(1 for s in report.sources if s.counts(report.strict)[0])
     suites = ET.Element(

@@ -17,12 +17,14 @@ from ripple_cli.cli.options import (
     schemas_option,
     selection_options,
 )
+from ripple_cli.codec.fast.lane import Batch, LaneKind
 from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import DeltaMode
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.select import message_predicate, stream_predicate
 from ripple_cli.render import FORMATS, default_format, make_renderer
+from ripple_cli.render.sexp import SexpRenderer
 from ripple_cli.sources.files import display_name
 from ripple_cli.sources.inputs import input_events
 from ripple_cli.sources.schema_files import load_registry
@@ -81,31 +83,54 @@ def decode(
 
         demuxes = []
         for path in files or ("-",):
-            demux = Demux(display_name(path), registry, DeltaMode.RAW, max_payload, want=want_stream, detect=not ports)
+            demux = Demux(
+                display_name(path),
+                registry,
+                DeltaMode.RAW,
+                max_payload,
+                want=want_stream,
+                detect=not ports,
+                lane=LaneKind.COUNT,
+            )
             for ev in input_events(path, env.stdin, port_set, max_flows):
-                _count_only(report, demux.feed(ev))
-            _count_only(report, demux.finish())
+                _count_only(report, demux.feed_batches(ev))
+            _count_only(report, demux.finish_batches())
             demuxes.append(demux)
         print_stream_list(env, demuxes)
         return report.exit_code
 
-    renderer = make_renderer(fmt or default_format(env), env, show_offsets, show_connection)
+    fmt = fmt or default_format(env)
+    renderer = make_renderer(fmt, env, show_offsets, show_connection)
     mode = DeltaMode.RAW if raw else DeltaMode.DECODE
+    # Every message in its canonical line and nothing else: the fast lane
+    # (when built) writes the lines of the boring envelopes in bulk.
+    plain = isinstance(renderer, SexpRenderer) and renderer.plain_lines and select.everything
+    sexp_lines = renderer if plain and isinstance(renderer, SexpRenderer) else None
+    lane = LaneKind.SEXP if sexp_lines is not None else None
     shown = 0
     last_flush = time.monotonic()
     try:
         for path in files or ("-",):
             name = display_name(path)
             rep = report.source(name)
-            demux = Demux(name, registry, mode, max_payload, want=want_stream, detect=not ports)
+            demux = Demux(name, registry, mode, max_payload, want=want_stream, detect=not ports, lane=lane)
             events = input_events(path, env.stdin, port_set, max_flows)
             # A pipe is watched live: show each message as soon as it is
             # decoded.  A file is read as fast as it goes, output in blocks.
             live = path == "-"
             while True:
                 event = next(events, None)
-                outputs_ = demux.feed(event) if event is not None else demux.finish()
+                outputs_ = demux.feed_batches(event) if event is not None else demux.finish_batches()
                 for origin, item in outputs_:
+                    if isinstance(item, Batch):
+                        assert sexp_lines is not None
+                        report.batch(rep, item)
+                        if count is not None and shown + item.messages >= count:
+                            sexp_lines.lines(origin, item.first_lines(count - shown))
+                            return report.exit_code
+                        sexp_lines.lines(origin, item.text)
+                        shown += item.messages
+                        continue
                     if isinstance(item, Problem):
                         report.problem(rep, item)
                         renderer.problem(origin, item)

@@ -16,6 +16,7 @@ from ripple_cli.cli.options import (
     schemas_option,
     strict_option,
 )
+from ripple_cli.codec.fast.lane import Batch, LaneKind
 from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import DeltaMode
@@ -25,7 +26,6 @@ from ripple_cli.flow.select import message_predicate, stream_predicate
 from ripple_cli.render.verdict import json_report, junit_report, text_report
 from ripple_cli.sources.files import display_name
 from ripple_cli.sources.inputs import input_events
-from ripple_cli.sources.output import binary_output
 from ripple_cli.sources.schema_files import load_registry
 
 
@@ -75,7 +75,12 @@ def verify(
         per_stream: dict[StreamId | None, SourceReport] = {}
         # Deltas are only validated, unless -Y looks inside them.
         mode = DeltaMode.DECODE if select is not None and select.needs_decoded_deltas else DeltaMode.VALIDATE
-        demux = Demux(name, registry, mode, max_payload, check_rules=True, want=want_stream, detect=not ports)
+        # Without -Y no message is looked at one by one: the fast lane
+        # (when built) counts and checks the boring envelopes in bulk.
+        lane = LaneKind.COUNT if select is None else None
+        demux = Demux(
+            name, registry, mode, max_payload, check_rules=True, want=want_stream, detect=not ports, lane=lane
+        )
         # With -Y, a problem that belongs to a message (it has a seq) is kept
         # only when that message matches; it comes just before the message
         # (payload) or just after it (stream rules), at the same offset.
@@ -85,11 +90,14 @@ def verify(
             events = input_events(path, env.stdin, ports=frozenset(ports), max_flows=max_flows)
             while True:
                 event = next(events, None)
-                for origin, item in demux.feed(event) if event is not None else demux.finish():
+                for origin, item in demux.feed_batches(event) if event is not None else demux.finish_batches():
                     rep = per_stream.get(origin.stream)
                     if rep is None:
                         label = name if origin.stream is None else f"{name} [{origin.stream.label}]"
                         rep = per_stream[origin.stream] = report.source(label)
+                    if isinstance(item, Batch):
+                        report.batch(rep, item)
+                        continue
                     if isinstance(item, Problem):
                         if select is None or item.seq is None:
                             report.problem(rep, item)
@@ -125,6 +133,8 @@ def verify(
         env.stdout.write(text_report(report, unreadable).encode())
     env.stdout.flush()
     if junit:
+        from ripple_cli.sources.output import binary_output
+
         with binary_output(junit, env) as f:
             f.write(junit_report(report, unreadable))
     if unreadable:

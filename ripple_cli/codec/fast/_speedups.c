@@ -1,0 +1,1227 @@
+/* ripple_cli.codec.fast._speedups: the compiled fast lane of the codec.
+ *
+ * The pure-Python codec (framing.py, messages.py, delta.py, text.py,
+ * analysis/sequence.py) is the definition of what ripple does.  This module
+ * only does the common case of it faster, and gives up everywhere else:
+ *
+ *   Scanner.run(buf, pos, ...) walks whole envelopes from `pos` and consumes
+ *   each one that is *boring*: valid (magic, version, length, CRC), flags 0,
+ *   a payload of a known type that decodes exactly, a Delta whose key and
+ *   delta decode with its schema (or whose schema is unknown), and, when
+ *   stream rules are checked, no first Delta of an output.  For those it
+ *   counts, applies the stream rules (recording the few problems they can
+ *   raise in a compact form), and, when asked, writes the canonical line.
+ *   It stops at the first envelope that is anything else (damage, a
+ *   Handshake, a warning, a payload that does not decode...) and returns:
+ *   the Python decoder then handles that envelope, words its problems, and
+ *   the scanner is called again after it.  So every problem the fast lane
+ *   does not produce itself is produced by the very same Python code.
+ *
+ *   Program is a schema compiled into a tiny bytecode (by program.py); the
+ *   scanner interprets it to validate or print a Delta's key and delta.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "binprot.h"
+#include "crc32c.h"
+#include "sexpout.h"
+
+#define HEADER_SIZE 59
+#define OVERHEAD 63
+
+/* ------------------------------------------------------------------ Program */
+
+/* Node opcodes; keep in step with program.py. */
+enum {
+    OP_INT = 1,
+    OP_INT32 = 2,
+    OP_INT64 = 3,
+    OP_FLOAT = 4,
+    OP_BOOL = 5,
+    OP_STRING = 6,
+    OP_OPTION = 7, /* child */
+    OP_LIST = 8, /* child */
+    OP_RECORD = 9, /* n, then n x (name atom, child) */
+    OP_ENUM = 10, /* count, first name atom */
+};
+
+/* code[0]: key node, code[1]: row node (a record), code[2]: first Patch
+ * constructor atom.  Nodes follow; a child always comes after its parent,
+ * so the code has no cycles and the interpreter's recursion is bounded. */
+#define PROG_KEY 0
+#define PROG_ROW 1
+#define PROG_CTORS 2
+#define PROG_NODES 3
+#define MAX_DEPTH 256
+
+typedef struct {
+    const char *text; /* printed form (quoted and escaped when it must be) */
+    size_t len;
+    int quoted;
+} Atom;
+
+typedef struct {
+    PyObject_HEAD
+    int32_t *code;
+    Py_ssize_t ncode;
+    Atom *atoms;
+    Py_ssize_t natoms;
+    PyObject *atom_texts; /* owns the atoms' text */
+    uint32_t nfields;
+} Program;
+
+static PyTypeObject ProgramType;
+
+static int
+prog_check_node(const int32_t *code, Py_ssize_t ncode, Py_ssize_t natoms, int32_t node, int depth)
+{
+    if (depth > MAX_DEPTH || node < PROG_NODES || node >= ncode)
+        return -1;
+    const int32_t *c = code + node;
+    Py_ssize_t left = ncode - node;
+    switch (c[0]) {
+    case OP_INT:
+    case OP_INT32:
+    case OP_INT64:
+    case OP_FLOAT:
+    case OP_BOOL:
+    case OP_STRING:
+        return 0;
+    case OP_OPTION:
+    case OP_LIST:
+        if (left < 2 || c[1] <= node)
+            return -1;
+        return prog_check_node(code, ncode, natoms, c[1], depth + 1);
+    case OP_RECORD:
+        if (left < 2 || c[1] < 0 || left < 2 + 2 * (Py_ssize_t)c[1])
+            return -1;
+        for (int32_t i = 0; i < c[1]; i++) {
+            int32_t atom = c[2 + 2 * i], child = c[3 + 2 * i];
+            if (atom < 0 || atom >= natoms || child <= node)
+                return -1;
+            if (prog_check_node(code, ncode, natoms, child, depth + 1))
+                return -1;
+        }
+        return 0;
+    case OP_ENUM:
+        if (left < 3 || c[1] < 0 || c[1] > 65536 || c[2] < 0 || (Py_ssize_t)c[2] + c[1] > natoms)
+            return -1;
+        return 0;
+    }
+    return -1;
+}
+
+/* Program(code: bytes of int32, atoms: tuple of (text: bytes, quoted: bool)) */
+static int
+Program_init(Program *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"code", "atoms", NULL};
+    Py_buffer code;
+    PyObject *atoms;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O!", kwlist, &code, &PyTuple_Type, &atoms))
+        return -1;
+    int rc = -1;
+    if (self->code) {
+        PyErr_SetString(PyExc_TypeError, "Program is already initialised");
+        goto done;
+    }
+    if (code.len % 4 || code.len / 4 < PROG_NODES) {
+        PyErr_SetString(PyExc_ValueError, "code: a whole number of int32, with the 3-word header");
+        goto done;
+    }
+    self->ncode = code.len / 4;
+    self->code = PyMem_Malloc((size_t)code.len);
+    self->natoms = PyTuple_GET_SIZE(atoms);
+    self->atoms = PyMem_Calloc((size_t)self->natoms + 1, sizeof(Atom));
+    if (!self->code || !self->atoms) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(self->code, code.buf, (size_t)code.len);
+    Py_INCREF(atoms);
+    self->atom_texts = atoms;
+    for (Py_ssize_t i = 0; i < self->natoms; i++) {
+        PyObject *item = PyTuple_GET_ITEM(atoms, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(item, 0))) {
+            PyErr_SetString(PyExc_ValueError, "atoms: (text: bytes, quoted: bool) pairs");
+            goto done;
+        }
+        PyObject *t = PyTuple_GET_ITEM(item, 0);
+        self->atoms[i].text = PyBytes_AS_STRING(t);
+        self->atoms[i].len = (size_t)PyBytes_GET_SIZE(t);
+        self->atoms[i].quoted = PyObject_IsTrue(PyTuple_GET_ITEM(item, 1));
+    }
+    const int32_t *c = self->code;
+    if (prog_check_node(c, self->ncode, self->natoms, c[PROG_KEY], 0) ||
+        prog_check_node(c, self->ncode, self->natoms, c[PROG_ROW], 0) || c[c[PROG_ROW]] != OP_RECORD) {
+        PyErr_SetString(PyExc_ValueError, "code: a bad node, or nested too deeply");
+        goto done;
+    }
+    self->nfields = (uint32_t)c[c[PROG_ROW] + 1];
+    if (c[PROG_CTORS] < 0 || (Py_ssize_t)c[PROG_CTORS] + self->nfields > self->natoms) {
+        PyErr_SetString(PyExc_ValueError, "code: Patch constructor atoms out of range");
+        goto done;
+    }
+    rc = 0;
+done:
+    PyBuffer_Release(&code);
+    return rc;
+}
+
+static void
+Program_dealloc(Program *self)
+{
+    PyMem_Free(self->code);
+    PyMem_Free(self->atoms);
+    Py_XDECREF(self->atom_texts);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static inline void
+put_atom(Out *o, const Atom *a)
+{
+    if (a->quoted) {
+        out_put(o, a->text, a->len);
+        o->need = 0;
+    }
+    else
+        sx_plain(o, a->text, a->len);
+}
+
+/* Walk one value of type `node`: validate it (o == NULL) or also print it.
+ * 0: ok; -1: does not decode (the Python reader raises); -2: a Python
+ * exception is set. */
+static int
+walk(const Program *pg, int32_t node, Rd *r, Out *o)
+{
+    const int32_t *c = pg->code + node;
+    switch (c[0]) {
+    case OP_INT:
+    case OP_INT32:
+    case OP_INT64: {
+        int64_t v;
+        int bad = c[0] == OP_INT ? rd_int(r, &v) : c[0] == OP_INT32 ? rd_int32(r, &v) : rd_int_any(r, &v);
+        if (bad)
+            return -1;
+        if (o)
+            sx_int(o, v);
+        return 0;
+    }
+    case OP_FLOAT: {
+        double x;
+        if (rd_float(r, &x))
+            return -1;
+        if (o && sx_float(o, x))
+            return -2;
+        return 0;
+    }
+    case OP_BOOL: {
+        int b;
+        if (rd_01(r, &b))
+            return -1;
+        if (o)
+            sx_plain(o, b ? "true" : "false", b ? 4 : 5);
+        return 0;
+    }
+    case OP_STRING: {
+        const uint8_t *s;
+        size_t n;
+        if (rd_string(r, &s, &n))
+            return -1;
+        if (o)
+            sx_atom(o, s, n);
+        return 0;
+    }
+    case OP_OPTION: {
+        int present;
+        if (rd_01(r, &present))
+            return -1;
+        if (o)
+            sx_open(o);
+        if (present) {
+            int e = walk(pg, c[1], r, o);
+            if (e)
+                return e;
+        }
+        if (o)
+            sx_close(o);
+        return 0;
+    }
+    case OP_LIST: {
+        uint64_t n;
+        if (rd_count(r, &n))
+            return -1;
+        if (o)
+            sx_open(o);
+        for (uint64_t i = 0; i < n; i++) {
+            int e = walk(pg, c[1], r, o);
+            if (e)
+                return e;
+        }
+        if (o)
+            sx_close(o);
+        return 0;
+    }
+    case OP_RECORD: {
+        if (o)
+            sx_open(o);
+        for (int32_t i = 0; i < c[1]; i++) {
+            if (o) {
+                sx_open(o);
+                put_atom(o, &pg->atoms[c[2 + 2 * i]]);
+            }
+            int e = walk(pg, c[3 + 2 * i], r, o);
+            if (e)
+                return e;
+            if (o)
+                sx_close(o);
+        }
+        if (o)
+            sx_close(o);
+        return 0;
+    }
+    case OP_ENUM: {
+        uint32_t t;
+        if (rd_ctor(r, (uint32_t)c[1], &t))
+            return -1;
+        if (o)
+            put_atom(o, &pg->atoms[c[2] + (int32_t)t]);
+        return 0;
+    }
+    }
+    return -1; /* unreachable: checked when the Program was made */
+}
+
+/* Validation only (verify): the same acceptance as walk, faster.  A
+ * primitive is checked where its parent stands (no call per value, the
+ * common one-byte int first), and a list of floats is one bounds check:
+ * for big messages (a 4 KiB book snapshot is a thousand values) the
+ * per-value call and dispatch of walk were most of the time. */
+static inline int
+skip_prim(int32_t op, Rd *r)
+{
+    size_t pos = r->pos;
+    switch (op) {
+    case OP_FLOAT:
+        if (r->len - pos < 8) /* pos <= len always holds */
+            return -1;
+        r->pos = pos + 8;
+        return 0;
+    case OP_INT:
+    case OP_INT32:
+    case OP_INT64: {
+        if (pos < r->len && r->b[pos] < 0x80) {
+            r->pos = pos + 1;
+            return 0;
+        }
+        int64_t v;
+        return op == OP_INT ? rd_int(r, &v) : op == OP_INT32 ? rd_int32(r, &v) : rd_int_any(r, &v);
+    }
+    case OP_BOOL: {
+        int b;
+        return rd_01(r, &b);
+    }
+    case OP_STRING: {
+        const uint8_t *s;
+        size_t n;
+        return rd_string(r, &s, &n);
+    }
+    }
+    return -2; /* not a primitive */
+}
+
+static int skip(const Program *pg, int32_t node, Rd *r);
+
+static inline int
+skip_record(const Program *pg, const int32_t *c, Rd *r)
+{
+    for (int32_t i = 0; i < c[1]; i++) {
+        int32_t child = c[3 + 2 * i];
+        int e = skip_prim(pg->code[child], r);
+        if (e == -2)
+            e = skip(pg, child, r);
+        if (e)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+skip(const Program *pg, int32_t node, Rd *r)
+{
+    const int32_t *c = pg->code + node;
+    switch (c[0]) {
+    case OP_OPTION: {
+        int present;
+        if (rd_01(r, &present))
+            return -1;
+        return present ? skip(pg, c[1], r) : 0;
+    }
+    case OP_LIST: {
+        uint64_t n;
+        if (rd_count(r, &n))
+            return -1;
+        int32_t elem = pg->code[c[1]];
+        if (elem == OP_FLOAT) {
+            if (n > (r->len - r->pos) / 8)
+                return -1;
+            r->pos += 8 * (size_t)n;
+            return 0;
+        }
+        if (elem == OP_RECORD) { /* rows of a table: levels, fills, legs */
+            const int32_t *rec = pg->code + c[1];
+            for (uint64_t i = 0; i < n; i++)
+                if (skip_record(pg, rec, r))
+                    return -1;
+            return 0;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            int e = skip_prim(elem, r);
+            if (e == -2)
+                e = skip(pg, c[1], r);
+            if (e)
+                return -1;
+        }
+        return 0;
+    }
+    case OP_RECORD:
+        return skip_record(pg, c, r);
+    case OP_ENUM: {
+        uint32_t t;
+        return rd_ctor(r, (uint32_t)c[1], &t);
+    }
+    }
+    return skip_prim(c[0], r) ? -1 : 0;
+}
+
+/* CompiledSchema.read_key / validate's key part: the value, exactly. */
+static int
+walk_key(const Program *pg, const uint8_t *s, size_t n, Out *o)
+{
+    Rd r = {s, 0, n};
+    int e = o ? walk(pg, pg->code[PROG_KEY], &r, o) : skip(pg, pg->code[PROG_KEY], &r);
+    return e ? e : (r.pos == n ? 0 : -1);
+}
+
+/* CompiledSchema.read_delta + delta_to_sexp (or validate's delta part). */
+static int
+walk_delta(const Program *pg, const uint8_t *s, size_t n, Out *o)
+{
+    Rd r = {s, 0, n};
+    uint32_t tag;
+    int e = 0;
+    if (rd_ctor(&r, 3, &tag))
+        return -1;
+    const int32_t *row = pg->code + pg->code[PROG_ROW];
+    if (tag == 0) {
+        if (o) {
+            sx_open(o);
+            sx_plain(o, "Set", 3);
+        }
+        e = o ? walk(pg, pg->code[PROG_ROW], &r, o) : skip(pg, pg->code[PROG_ROW], &r);
+        if (o)
+            sx_close(o);
+    }
+    else if (tag == 1) {
+        uint64_t count;
+        if (rd_count(&r, &count))
+            return -1;
+        if (o) {
+            sx_open(o);
+            sx_plain(o, "Patch", 5);
+            sx_open(o);
+        }
+        for (uint64_t i = 0; i < count && !e; i++) {
+            uint32_t f;
+            if (rd_ctor(&r, pg->nfields, &f))
+                return -1;
+            if (o) {
+                sx_open(o);
+                put_atom(o, &pg->atoms[pg->code[PROG_CTORS] + (int32_t)f]);
+            }
+            e = o ? walk(pg, row[3 + 2 * f], &r, o) : skip(pg, row[3 + 2 * f], &r);
+            if (o)
+                sx_close(o);
+        }
+        if (o) {
+            sx_close(o);
+            sx_close(o);
+        }
+    }
+    else if (o)
+        sx_plain(o, "Remove", 6);
+    return e ? e : (r.pos == n ? 0 : -1);
+}
+
+static int
+prog_ready(Program *self)
+{
+    if (self->code)
+        return 1;
+    PyErr_SetString(PyExc_ValueError, "Program not initialised");
+    return 0;
+}
+
+static PyObject *
+text_result(Out *o, int e)
+{
+    PyObject *res = NULL;
+    if (e == -2 || o->failed) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+    }
+    else if (e == -1)
+        res = Py_NewRef(Py_None);
+    else
+        res = PyBytes_FromStringAndSize(o->p ? o->p : "", (Py_ssize_t)o->len);
+    PyMem_Free(o->p);
+    return res;
+}
+
+/* For the tests: the key's text as key.to_sexp + to_string prints it, or
+ * None where read_key raises. */
+static PyObject *
+Program_key_text(Program *self, PyObject *arg)
+{
+    Py_buffer b;
+    if (!prog_ready(self) || PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
+        return NULL;
+    Out o = {0};
+    int e = walk_key(self, b.buf, (size_t)b.len, &o);
+    PyBuffer_Release(&b);
+    return text_result(&o, e);
+}
+
+/* For the tests: the delta's text as delta_to_sexp + to_string prints it,
+ * or None where read_delta raises. */
+static PyObject *
+Program_delta_text(Program *self, PyObject *arg)
+{
+    Py_buffer b;
+    if (!prog_ready(self) || PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
+        return NULL;
+    Out o = {0};
+    int e = walk_delta(self, b.buf, (size_t)b.len, &o);
+    PyBuffer_Release(&b);
+    return text_result(&o, e);
+}
+
+/* For the tests: CompiledSchema.validate(key, delta) does not raise. */
+static PyObject *
+Program_check(Program *self, PyObject *args)
+{
+    Py_buffer k, d;
+    if (!prog_ready(self) || !PyArg_ParseTuple(args, "y*y*", &k, &d))
+        return NULL;
+    int e = walk_key(self, k.buf, (size_t)k.len, NULL);
+    if (!e)
+        e = walk_delta(self, d.buf, (size_t)d.len, NULL);
+    PyBuffer_Release(&k);
+    PyBuffer_Release(&d);
+    return PyBool_FromLong(e == 0);
+}
+
+static PyMethodDef Program_methods[] = {
+    {"key_text", (PyCFunction)Program_key_text, METH_O, "The key's one-line text, or None if it does not decode."},
+    {"delta_text", (PyCFunction)Program_delta_text, METH_O, "The delta's one-line text, or None."},
+    {"check", (PyCFunction)Program_check, METH_VARARGS, "Whether key and delta bytes decode exactly."},
+    {NULL},
+};
+
+static PyTypeObject ProgramType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ripple_cli.codec.fast._speedups.Program",
+    .tp_basicsize = sizeof(Program),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A schema compiled for the fast lane (see program.py).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Program_init,
+    .tp_dealloc = (destructor)Program_dealloc,
+    .tp_methods = Program_methods,
+};
+
+/* ------------------------------------------------------------------ Scanner */
+
+/* Problem records, six int64 each: kind, offset, seq, a, b, c.  lane.py
+ * turns them into the Problems analysis/sequence.py would have made. */
+enum {
+    REC_SEQ_ORDER = 1, /* a: previous seq */
+    REC_BEFORE_SCHEMA = 2, /* a: index in names of the fingerprint */
+    REC_DUPLICATE = 3, /* a: index in names of the (worker, output) key, b: sequence_no, c: last applied */
+    REC_GAP = 4, /* the same */
+};
+#define REC_WORDS 6
+
+typedef struct {
+    PyObject_HEAD
+    long long max_payload;
+    int render; /* write the canonical lines */
+    int raw; /* DeltaMode.RAW: no schema is applied to Deltas */
+    int rules; /* stream rules (verify): envelope seq, Delta sequence_no */
+    PyObject *resolve; /* fingerprint -> (known, Program | None) */
+    Out out; /* the text, reused from call to call */
+    int busy; /* in run: `out` is in use (resolve must not call run again) */
+} Scanner;
+
+#define MAX_FPS 64
+#define MAX_SLOTS 256
+
+typedef struct {
+    uint8_t raw[32]; /* as in the header */
+    PyObject *fp; /* the fingerprint, trailing NULs removed */
+    int known; /* the registry has the schema */
+    Program *prog; /* its program, NULL when known but not compiled */
+    Py_ssize_t name; /* index in `names`, -1 until a record needs it */
+} FpEntry;
+
+typedef struct {
+    PyObject *key; /* (worker, output), a key of the checker's last_applied */
+    const char *output;
+    size_t output_len;
+    int64_t last;
+    int dirty;
+    Py_ssize_t name;
+} Slot;
+
+typedef struct {
+    Scanner *sc;
+    long long base; /* stream offset of buf[0] */
+    FpEntry fps[MAX_FPS];
+    int nfps;
+    Slot slots[MAX_SLOTS];
+    int nslots;
+    PyObject *worker;
+    PyObject *applied;
+    int has_last;
+    int64_t last_seq;
+    int64_t *recs;
+    size_t nrecs, caprecs; /* in words */
+    PyObject *names;
+} Run;
+
+static int
+run_record(Run *cx, int64_t kind, int64_t off, int64_t seq, int64_t a, int64_t b, int64_t c)
+{
+    if (cx->caprecs - cx->nrecs < REC_WORDS) {
+        size_t cap = cx->caprecs ? 2 * cx->caprecs : 64 * REC_WORDS;
+        int64_t *p = PyMem_Realloc(cx->recs, cap * sizeof(int64_t));
+        if (!p) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cx->recs = p;
+        cx->caprecs = cap;
+    }
+    int64_t *r = cx->recs + cx->nrecs;
+    r[0] = kind, r[1] = off, r[2] = seq, r[3] = a, r[4] = b, r[5] = c;
+    cx->nrecs += REC_WORDS;
+    return 0;
+}
+
+static Py_ssize_t
+run_name(Run *cx, Py_ssize_t *slot, PyObject *obj)
+{
+    if (*slot < 0) {
+        if (PyList_Append(cx->names, obj))
+            return -1;
+        *slot = PyList_GET_SIZE(cx->names) - 1;
+    }
+    return *slot;
+}
+
+static size_t
+fp_len(const uint8_t *raw)
+{
+    size_t n = 32;
+    while (n && raw[n - 1] == 0)
+        n--;
+    return n;
+}
+
+/* The registry's answer for a header's fingerprint: NULL with an exception
+ * set, or NULL without one when the cache is full (stop). */
+static FpEntry *
+run_fp(Run *cx, const uint8_t *raw)
+{
+    for (int i = 0; i < cx->nfps; i++)
+        if (!memcmp(cx->fps[i].raw, raw, 32))
+            return &cx->fps[i];
+    if (cx->nfps == MAX_FPS)
+        return NULL;
+    PyObject *fp = PyBytes_FromStringAndSize((const char *)raw, (Py_ssize_t)fp_len(raw));
+    if (!fp)
+        return NULL;
+    PyObject *ans = PyObject_CallOneArg(cx->sc->resolve, fp);
+    if (!ans) {
+        Py_DECREF(fp);
+        return NULL;
+    }
+    if (!PyTuple_Check(ans) || PyTuple_GET_SIZE(ans) != 2) {
+        PyErr_SetString(PyExc_TypeError, "resolve must return (known, Program | None)");
+        Py_DECREF(fp);
+        Py_DECREF(ans);
+        return NULL;
+    }
+    PyObject *prog = PyTuple_GET_ITEM(ans, 1);
+    int known = PyObject_IsTrue(PyTuple_GET_ITEM(ans, 0));
+    if (known < 0) {
+        Py_DECREF(fp);
+        Py_DECREF(ans);
+        return NULL;
+    }
+    FpEntry *e = &cx->fps[cx->nfps++];
+    memcpy(e->raw, raw, 32);
+    e->fp = fp;
+    e->known = known;
+    int usable = PyObject_TypeCheck(prog, &ProgramType) && ((Program *)prog)->code;
+    e->prog = usable ? (Program *)Py_NewRef(prog) : NULL;
+    e->name = -1;
+    Py_DECREF(ans);
+    return e;
+}
+
+/* The checker's last applied sequence_no of (worker, output).  1: found;
+ * 0: not there, or no room (stop: Python handles a first Delta); -1: error. */
+static int
+run_slot(Run *cx, const uint8_t *output, size_t n, Slot **found)
+{
+    for (int i = 0; i < cx->nslots; i++) {
+        Slot *s = &cx->slots[i];
+        if (s->output_len == n && !memcmp(s->output, output, n)) {
+            *found = s;
+            return 1;
+        }
+    }
+    if (cx->nslots == MAX_SLOTS)
+        return 0;
+    PyObject *out = PyBytes_FromStringAndSize((const char *)output, (Py_ssize_t)n);
+    if (!out)
+        return -1;
+    PyObject *key = PyTuple_Pack(2, cx->worker, out);
+    Py_DECREF(out);
+    if (!key)
+        return -1;
+    PyObject *v = PyDict_GetItemWithError(cx->applied, key);
+    if (!v) {
+        Py_DECREF(key);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    int overflow;
+    long long last = PyLong_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : (overflow = 1, 0);
+    if (overflow || (last == -1 && PyErr_Occurred()) || last < INT63_MIN || last > INT63_MAX) {
+        PyErr_Clear(); /* not a sequence_no the checker stored: let Python judge */
+        Py_DECREF(key);
+        return 0;
+    }
+    Slot *s = &cx->slots[cx->nslots++];
+    s->key = key;
+    s->output = PyBytes_AS_STRING(PyTuple_GET_ITEM(key, 1));
+    s->output_len = n;
+    s->last = last;
+    s->dirty = 0;
+    s->name = -1;
+    *found = s;
+    return 1;
+}
+
+/* The envelope_view prefix: ((seq S)(time_ns T)(schema FP)(msg(CTOR  */
+static void
+put_head(Out *o, int64_t seq, int64_t time_ns, const uint8_t *raw_fp, const char *ctor)
+{
+    sx_open(o);
+    sx_open(o);
+    sx_plain(o, "seq", 3);
+    sx_int(o, seq);
+    sx_close(o);
+    sx_open(o);
+    sx_plain(o, "time_ns", 7);
+    sx_int(o, time_ns);
+    sx_close(o);
+    sx_open(o);
+    sx_plain(o, "schema", 6);
+    sx_atom(o, raw_fp, fp_len(raw_fp));
+    sx_close(o);
+    sx_open(o);
+    sx_plain(o, "msg", 3);
+    sx_open(o);
+    sx_plain(o, ctor, strlen(ctor));
+    sx_open(o); /* the record */
+}
+
+/* ( name  -- a record field is opened, its value comes next */
+static inline void
+put_field(Out *o, const char *name)
+{
+    sx_open(o);
+    sx_plain(o, name, strlen(name));
+}
+
+/* closes the last field, the record, the constructor, msg, the envelope */
+static inline void
+put_tail(Out *o)
+{
+    OUT_LIT(o, ")))))\n");
+}
+
+/* The payload of one boring envelope: 0 consumed (effects applied), 1 stop
+ * (the Python decoder takes it), -1 a Python exception is set. */
+static int
+run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
+{
+    Scanner *sc = cx->sc;
+    Out *o = sc->render ? &sc->out : NULL;
+    uint8_t tag = h[5];
+    int64_t seq = (int64_t)le64(h + 7);
+    int64_t time_ns = (int64_t)le64(h + 15);
+    const uint8_t *raw_fp = h + 23;
+    Rd pr = {h + HEADER_SIZE, 0, length};
+    FpEntry *fe = NULL;
+    Slot *slot = NULL;
+    const uint8_t *output = NULL;
+    size_t output_len = 0;
+    int64_t sequence_no = 0;
+    int e;
+
+    switch (tag) {
+    case 1: { /* Delta: read_delta_msg, then the schema */
+        const uint8_t *key, *delta;
+        size_t key_len, delta_len;
+        int64_t wm = 0;
+        int has_wm;
+        if (rd_string(&pr, &output, &output_len) || rd_string(&pr, &key, &key_len) ||
+            rd_string(&pr, &delta, &delta_len) || rd_int(&pr, &sequence_no) || rd_01(&pr, &has_wm) ||
+            (has_wm && rd_int_any(&pr, &wm)) || pr.pos != pr.len)
+            return 1;
+        if (!sc->raw || sc->rules) {
+            fe = run_fp(cx, raw_fp);
+            if (!fe)
+                return PyErr_Occurred() ? -1 : 1;
+        }
+        int typed = !sc->raw && fe->known;
+        if (typed && !fe->prog)
+            return 1;
+        if (o) {
+            put_head(o, seq, time_ns, raw_fp, "Delta");
+            put_field(o, "source_output");
+            sx_atom(o, output, output_len);
+            sx_close(o);
+            put_field(o, "key");
+            if (typed) {
+                if ((e = walk_key(fe->prog, key, key_len, o)) != 0)
+                    return e == -1 ? 1 : -1;
+                sx_close(o);
+                put_field(o, "delta");
+                if ((e = walk_delta(fe->prog, delta, delta_len, o)) != 0)
+                    return e == -1 ? 1 : -1;
+            }
+            else {
+                sx_atom(o, key, key_len);
+                sx_close(o);
+                put_field(o, "delta_bytes");
+                sx_atom(o, delta, delta_len);
+            }
+            sx_close(o);
+            put_field(o, "sequence_no");
+            sx_int(o, sequence_no);
+            sx_close(o);
+            put_field(o, "watermark_ns");
+            sx_open(o);
+            if (has_wm)
+                sx_int(o, wm);
+            sx_close(o);
+            put_tail(o);
+        }
+        else if (typed) {
+            if (walk_key(fe->prog, key, key_len, NULL) || walk_delta(fe->prog, delta, delta_len, NULL))
+                return 1;
+        }
+        break;
+    }
+    case 2: { /* Checkpoint_request */
+        int64_t cid, at;
+        if (rd_int(&pr, &cid) || rd_int_any(&pr, &at) || pr.pos != pr.len)
+            return 1;
+        if (o) {
+            put_head(o, seq, time_ns, raw_fp, "Checkpoint_request");
+            put_field(o, "checkpoint_id");
+            sx_int(o, cid);
+            sx_close(o);
+            put_field(o, "requested_at_ns");
+            sx_int(o, at);
+            put_tail(o);
+        }
+        break;
+    }
+    case 3: { /* Checkpoint_ack */
+        const uint8_t *worker;
+        size_t worker_len;
+        int64_t cid;
+        uint64_t n;
+        if (rd_string(&pr, &worker, &worker_len) || rd_int(&pr, &cid) || rd_count(&pr, &n))
+            return 1;
+        if (o) {
+            put_head(o, seq, time_ns, raw_fp, "Checkpoint_ack");
+            put_field(o, "worker_id");
+            sx_atom(o, worker, worker_len);
+            sx_close(o);
+            put_field(o, "checkpoint_id");
+            sx_int(o, cid);
+            sx_close(o);
+            put_field(o, "positions");
+            sx_open(o);
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            const uint8_t *name;
+            size_t name_len;
+            int64_t q;
+            if (rd_string(&pr, &name, &name_len) || rd_int(&pr, &q))
+                return 1;
+            if (o) {
+                sx_open(o);
+                sx_atom(o, name, name_len);
+                sx_int(o, q);
+                sx_close(o);
+            }
+        }
+        if (pr.pos != pr.len)
+            return 1;
+        if (o) {
+            sx_close(o);
+            put_tail(o);
+        }
+        break;
+    }
+    case 4: { /* Heartbeat */
+        const uint8_t *worker;
+        size_t worker_len;
+        int64_t ts;
+        double load;
+        if (rd_string(&pr, &worker, &worker_len) || rd_int_any(&pr, &ts) || rd_float(&pr, &load) ||
+            pr.pos != pr.len)
+            return 1;
+        if (o) {
+            put_head(o, seq, time_ns, raw_fp, "Heartbeat");
+            put_field(o, "worker_id");
+            sx_atom(o, worker, worker_len);
+            sx_close(o);
+            put_field(o, "timestamp_ns");
+            sx_int(o, ts);
+            sx_close(o);
+            put_field(o, "load");
+            if (sx_float(o, load))
+                return -1;
+            put_tail(o);
+        }
+        break;
+    }
+    case 5: { /* Schema_negotiation */
+        int ok;
+        uint64_t n;
+        if (rd_01(&pr, &ok) || rd_count(&pr, &n))
+            return 1;
+        if (!ok && sc->rules)
+            return 1; /* negotiation_failed: worded by the checker */
+        if (o) {
+            put_head(o, seq, time_ns, raw_fp, "Schema_negotiation");
+            put_field(o, "ok");
+            sx_plain(o, ok ? "true" : "false", ok ? 4 : 5);
+            sx_close(o);
+            put_field(o, "errors");
+            sx_open(o);
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            const uint8_t *s;
+            size_t k;
+            if (rd_string(&pr, &s, &k))
+                return 1;
+            if (o)
+                sx_atom(o, s, k);
+        }
+        if (pr.pos != pr.len)
+            return 1;
+        if (o) {
+            sx_close(o);
+            put_tail(o);
+        }
+        break;
+    }
+    default: /* Handshake (it declares schemas) and unknown types */
+        return 1;
+    }
+
+    if (!sc->rules)
+        return 0;
+    /* SequenceChecker.observe: decide everything, then apply it. */
+    int seq_bad = cx->has_last && seq <= cx->last_seq;
+    int before_schema = tag == 1 && !fe->known;
+    if (tag == 1) {
+        int found = run_slot(cx, output, output_len, &slot);
+        if (found <= 0)
+            return found < 0 ? -1 : 1; /* the first Delta of an output: Python's */
+    }
+    if (seq_bad && run_record(cx, REC_SEQ_ORDER, offset, seq, cx->last_seq, 0, 0))
+        return -1;
+    if (before_schema) {
+        Py_ssize_t name = run_name(cx, &fe->name, fe->fp);
+        if (name < 0 || run_record(cx, REC_BEFORE_SCHEMA, offset, seq, name, 0, 0))
+            return -1;
+    }
+    if (slot && sequence_no != slot->last + 1) {
+        Py_ssize_t name = run_name(cx, &slot->name, slot->key);
+        int64_t kind = sequence_no <= slot->last ? REC_DUPLICATE : REC_GAP;
+        if (name < 0 || run_record(cx, kind, offset, seq, name, sequence_no, slot->last))
+            return -1;
+        if (kind == REC_GAP) {
+            slot->last = sequence_no;
+            slot->dirty = 1;
+        }
+    }
+    else if (slot) {
+        slot->last = sequence_no;
+        slot->dirty = 1;
+    }
+    cx->has_last = 1;
+    cx->last_seq = seq;
+    return 0;
+}
+
+static int
+Scanner_init(Scanner *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"max_payload", "render", "raw", "rules", "resolve", NULL};
+    PyObject *resolve;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LpppO", kwlist, &self->max_payload, &self->render, &self->raw,
+                                     &self->rules, &resolve))
+        return -1;
+    if (!PyCallable_Check(resolve)) {
+        PyErr_SetString(PyExc_TypeError, "resolve must be callable");
+        return -1;
+    }
+    Py_XSETREF(self->resolve, Py_NewRef(resolve));
+    return 0;
+}
+
+static void
+Scanner_dealloc(Scanner *self)
+{
+    Py_XDECREF(self->resolve);
+    PyMem_Free(self->out.p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* run(buf, pos, end, base, last_seq, worker, applied)
+ *   -> (pos, messages, bytes, counts, last_seq, text, records, names)
+ * See the top of this file and lane.py. */
+static PyObject *
+Scanner_run(Scanner *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    long long base;
+    PyObject *last_obj, *worker, *applied;
+    if (!self->resolve || self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, self->busy ? "Scanner.run is not re-entrant" : "Scanner not initialised");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*nnLOOO", &view, &pos, &end, &base, &last_obj, &worker, &applied))
+        return NULL;
+    self->busy = 1;
+    PyObject *result = NULL, *counts_t = NULL, *last = NULL, *text = NULL, *recs = NULL;
+    long long messages = 0, nbytes = 0, counts[6] = {0};
+    Run cx;
+    memset(&cx, 0, sizeof(cx));
+    cx.sc = self;
+    cx.base = base;
+    cx.worker = worker;
+    cx.applied = applied;
+    cx.names = PyList_New(0);
+    if (!cx.names)
+        goto done;
+    if (pos < 0 || pos > end || end > view.len) {
+        PyErr_SetString(PyExc_ValueError, "pos and end outside the buffer");
+        goto done;
+    }
+    if (self->rules) {
+        if (!PyBytes_Check(worker) || !PyDict_Check(applied)) {
+            PyErr_SetString(PyExc_TypeError, "rules need a worker (bytes) and last_applied (dict)");
+            goto done;
+        }
+        if (last_obj != Py_None) {
+            cx.last_seq = PyLong_AsLongLong(last_obj); /* a seq read from a header: an int64 */
+            if (cx.last_seq == -1 && PyErr_Occurred())
+                goto done;
+            cx.has_last = 1;
+        }
+    }
+    self->out.len = 0;
+    self->out.need = 0;
+    self->out.failed = 0;
+
+    const uint8_t *b = view.buf;
+    size_t n = (size_t)end, p = (size_t)pos;
+    for (;;) {
+        /* FrameDecoder._check, the valid case only */
+        if (n - p < HEADER_SIZE)
+            break;
+        const uint8_t *h = b + p;
+        if (memcmp(h, "RIPP", 4) != 0 || h[4] != 1)
+            break;
+        int32_t length = (int32_t)le32(h + 55);
+        if (length < 0 || length > self->max_payload || (size_t)length + OVERHEAD > n - p)
+            break;
+        if (crc32c(h, HEADER_SIZE + (size_t)length) != le32(h + HEADER_SIZE + length))
+            break;
+        if (h[6] != 0) /* non-zero flags: a warning */
+            break;
+        size_t mark = self->out.len;
+        int rc = run_frame(&cx, h, (size_t)length, base + (long long)p);
+        if (rc != 0 || self->out.failed) {
+            self->out.len = mark; /* the stopped envelope's partial line */
+            if (rc < 0)
+                goto done;
+            if (self->out.failed) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            break;
+        }
+        messages++;
+        nbytes += OVERHEAD + length;
+        counts[h[5]]++;
+        p += OVERHEAD + (size_t)length;
+    }
+    counts_t = Py_BuildValue("(LLLLLL)", counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]);
+    last = cx.has_last ? PyLong_FromLongLong(cx.last_seq) : Py_NewRef(last_obj);
+    text = self->render ? PyBytes_FromStringAndSize(self->out.p ? self->out.p : "", (Py_ssize_t)self->out.len)
+                        : Py_NewRef(Py_None);
+    recs = PyBytes_FromStringAndSize((const char *)cx.recs, (Py_ssize_t)(cx.nrecs * sizeof(int64_t)));
+    if (counts_t && last && text && recs)
+        result = Py_BuildValue("(nLLOOOOO)", (Py_ssize_t)p, messages, nbytes, counts_t, last, text, recs, cx.names);
+done:
+    self->out.len = 0;
+    /* The checker's dict is the truth between calls: write back. */
+    for (int i = 0; i < cx.nslots; i++) {
+        Slot *s = &cx.slots[i];
+        if (s->dirty && result) {
+            PyObject *v = PyLong_FromLongLong(s->last);
+            if (!v || PyDict_SetItem(applied, s->key, v))
+                Py_CLEAR(result);
+            Py_XDECREF(v);
+        }
+        Py_DECREF(s->key);
+    }
+    for (int i = 0; i < cx.nfps; i++) {
+        Py_DECREF(cx.fps[i].fp);
+        Py_XDECREF(cx.fps[i].prog);
+    }
+    Py_XDECREF(counts_t);
+    Py_XDECREF(last);
+    Py_XDECREF(text);
+    Py_XDECREF(recs);
+    PyMem_Free(cx.recs);
+    Py_XDECREF(cx.names);
+    PyBuffer_Release(&view);
+    self->busy = 0;
+    return result;
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"run", (PyCFunction)Scanner_run, METH_VARARGS,
+     "run(buf, pos, end, base, last_seq, worker, applied) -> (pos, messages, bytes, counts, last_seq, text, records, "
+     "names)"},
+    {NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ripple_cli.codec.fast._speedups.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Consumes the boring envelopes of a buffer (see lane.py).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_methods = Scanner_methods,
+};
+
+/* ------------------------------------------------------------------ module */
+
+static PyObject *
+py_crc32c(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
+        return NULL;
+    uint32_t c = crc32c(b.buf, (size_t)b.len);
+    PyBuffer_Release(&b);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyObject *
+py_crc32c_table(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
+        return NULL;
+    uint32_t c = crc32c_update_table(0xFFFFFFFFu, b.buf, (size_t)b.len) ^ 0xFFFFFFFFu;
+    PyBuffer_Release(&b);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyObject *
+py_atom_text(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
+        return NULL;
+    Out o = {0};
+    sx_atom(&o, b.buf, (size_t)b.len);
+    PyBuffer_Release(&b);
+    return text_result(&o, 0);
+}
+
+static PyObject *
+py_float_atom(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    double x = PyFloat_AsDouble(arg);
+    if (x == -1.0 && PyErr_Occurred())
+        return NULL;
+    Out o = {0};
+    return text_result(&o, sx_float(&o, x) ? -2 : 0);
+}
+
+static PyMethodDef module_methods[] = {
+    {"crc32c", py_crc32c, METH_O, "CRC-32C of a buffer (the instruction when the CPU has it)."},
+    {"crc32c_table", py_crc32c_table, METH_O, "CRC-32C by the slicing-by-8 table (the fallback)."},
+    {"atom_text", py_atom_text, METH_O, "An atom as sexplib's one-line printer writes it."},
+    {"float_atom", py_float_atom, METH_O, "sexp_of_float's text of a float."},
+    {NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ripple_cli.codec.fast._speedups",
+    .m_doc = "The fast lane of ripple's codec; see ripple_cli/codec/fast/__init__.py.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    const char *impl = crc32c_init();
+    sexpout_init();
+    if (PyType_Ready(&ProgramType) || PyType_Ready(&ScannerType))
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    if (PyModule_AddStringConstant(m, "CRC32C_IMPL", impl) || PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) ||
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) ||
+        PyModule_AddIntConstant(m, "REC_SEQ_ORDER", REC_SEQ_ORDER) ||
+        PyModule_AddIntConstant(m, "REC_BEFORE_SCHEMA", REC_BEFORE_SCHEMA) ||
+        PyModule_AddIntConstant(m, "REC_DUPLICATE", REC_DUPLICATE) || PyModule_AddIntConstant(m, "REC_GAP", REC_GAP)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

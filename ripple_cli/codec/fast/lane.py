@@ -1,0 +1,161 @@
+"""The fast lane of a stream: boring envelopes in C, the rest in Python.
+
+A `Lane` belongs to one stream's `StreamDecoder` (and its `SequenceChecker`
+when stream rules are checked).  `StreamDecoder.steps` alternates:
+
+    lane.run()          the C scanner consumes the boring envelopes at the
+                        head of the FrameDecoder's buffer -> one `Batch`
+    frames.step()       the Python decoder takes exactly one item (the
+                        envelope the scanner stopped at, or a damaged region)
+                        -> events, which the caller handles at once
+
+so the state both sides read (the checker's last seq and last applied
+sequence_no, the registry a Handshake fills) is always up to date, and the
+output is in stream order.
+
+A Batch stands for consecutive whole envelopes: how many and of which
+types, their canonical lines when the lane renders (decode), and the
+stream-rule problems among them as compact records (verify), turned into
+`Problem`s by the same functions the checker uses, and only as many as are
+kept (a stream with a million problems keeps ten thousand).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from itertools import islice
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ripple_cli.analysis.sequence import (
+    UNKNOWN_WORKER,
+    SequenceChecker,
+    before_schema_problem,
+    duplicate_problem,
+    gap_problem,
+    seq_order_problem,
+)
+from ripple_cli.codec.fast.program import compile_program
+from ripple_cli.codec.problems import Problem
+
+if TYPE_CHECKING:
+    from ripple_cli.codec.fast._speedups import Program
+    from ripple_cli.codec.stream import StreamDecoder
+
+REC_WORDS = 6
+
+
+class LaneKind(Enum):
+    COUNT = "count"  # count and check (verify, list-streams)
+    SEXP = "sexp"  # also write each message's canonical line (decode --format sexp)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Consecutive whole envelopes the fast lane handled."""
+
+    offset: int  # stream offset of the first
+    end: int  # stream offset after the last
+    messages: int
+    size: int  # bytes of the envelopes
+    by_tag: tuple[int, ...]  # messages of each type tag 0..5
+    text: bytes  # their canonical lines, one per message (LaneKind.SEXP), else b""
+    records: array[int]  # stream-rule problems, REC_WORDS each (see _speedups.c)
+    names: list[Any]  # fingerprints and (worker, output) keys the records point to
+
+    @property
+    def problem_count(self) -> int:
+        return len(self.records) // REC_WORDS
+
+    def problems(self, limit: int | None = None) -> Iterator[Problem]:
+        """The records as the Problems SequenceChecker.observe makes, in order."""
+        recs, names = self.records, self.names
+        for i in islice(range(0, len(recs), REC_WORDS), limit):
+            kind, offset, seq, a, b, c = recs[i : i + REC_WORDS]
+            if kind == _REC_SEQ_ORDER:
+                yield seq_order_problem(offset, seq, a)
+            elif kind == _REC_BEFORE_SCHEMA:
+                yield before_schema_problem(offset, seq, names[a])
+            elif kind == _REC_DUPLICATE:
+                yield duplicate_problem(offset, seq, names[a], c, b)
+            else:
+                yield gap_problem(offset, seq, names[a], c, b)
+
+    def first_lines(self, n: int) -> bytes:
+        """The first n canonical lines (a line never holds a newline: atoms
+        escape it)."""
+        end = -1
+        for _ in range(n):
+            end = self.text.index(b"\n", end + 1)
+        return self.text[: end + 1]
+
+
+# The record kinds of _speedups.c (checked against the module in Lane).
+_REC_SEQ_ORDER, _REC_BEFORE_SCHEMA, _REC_DUPLICATE, _REC_GAP = 1, 2, 3, 4
+
+# After a call that consumed nothing, the lane sits out this many Python
+# steps (doubling up to the cap): a stream where every envelope needs
+# Python (all flagged, all Handshakes) pays little for the lane.
+_BACKOFF_CAP = 64
+
+
+class Lane:
+    def __init__(
+        self, accel: ModuleType, decoder: StreamDecoder, checker: SequenceChecker | None, kind: LaneKind
+    ) -> None:
+        from ripple_cli.codec.stream import DeltaMode
+
+        assert (accel.REC_SEQ_ORDER, accel.REC_BEFORE_SCHEMA, accel.REC_DUPLICATE, accel.REC_GAP) == (1, 2, 3, 4)
+        self.frames = decoder.frames
+        self.registry = decoder.messages.registry
+        self.checker = checker
+        self.raw = decoder.messages.delta_mode is DeltaMode.RAW
+        self._scanner = accel.Scanner(
+            max_payload=self.frames.max_payload,
+            render=kind is LaneKind.SEXP,
+            raw=self.raw,
+            rules=checker is not None,
+            resolve=self._resolve,
+        )
+        self._skip = 0
+        self._backoff = 1
+
+    def _resolve(self, fingerprint: bytes) -> tuple[bool, Program | None]:
+        """Is the schema known (registry.get), and its program."""
+        compiled = self.registry.get(fingerprint)
+        if compiled is None:
+            return False, None
+        return True, None if self.raw else compile_program(compiled.schema)
+
+    def run(self) -> Batch | None:
+        """Consume the boring envelopes at the head of the buffer."""
+        if self._skip:
+            self._skip -= 1
+            return None
+        window = self.frames.lane_window()
+        if window is None:
+            return None
+        buf, pos, stop = window
+        base = self.frames.offset - pos
+        checker = self.checker
+        if checker is not None:
+            last_seq, worker, applied = checker.last_seq, checker.worker or UNKNOWN_WORKER, checker.last_applied
+        else:
+            last_seq, worker, applied = None, None, None
+        end, messages, nbytes, by_tag, last_seq, text, recs, names = self._scanner.run(
+            buf, pos, stop, base, last_seq, worker, applied
+        )
+        if not messages:
+            self._skip = self._backoff
+            self._backoff = min(2 * self._backoff, _BACKOFF_CAP)
+            return None
+        self._backoff = 1
+        self.frames.advance(end)
+        if checker is not None:
+            checker.last_seq = last_seq
+        records: array[int] = array("q")
+        records.frombytes(recs)
+        return Batch(base + pos, base + end, messages, nbytes, by_tag, text or b"", records, names)

@@ -1,0 +1,93 @@
+"""A schema compiled into a small program for the C fast lane.
+
+`values.py` compiles a field type into Python closures; this compiles the
+same type into int32 words that `_speedups.c` interprets, to validate a
+Delta's key and delta or print them as `to_sexp` + `to_string` would.
+
+Layout (keep in step with `_speedups.c`):
+  word 0: the key's node;  word 1: the row's node (a record);
+  word 2: the atom of the first Patch constructor (`Price`, `Venue`, ...);
+  then the nodes, each an opcode and its operands, children after parents:
+    INT | INT32 | INT64 | FLOAT | BOOL | STRING
+    OPTION child | LIST child
+    RECORD n (name-atom child)*n
+    ENUM count first-atom          (the constructors' atoms are consecutive)
+Atoms are names printed once here, as `(text, quoted)`: the printer's
+space rule needs to know whether an atom went out quoted.
+"""
+
+from __future__ import annotations
+
+from array import array
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from ripple_cli.codec.delta import ctor_name
+from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
+from ripple_cli.sexp.write import atom_text, must_escape
+
+if TYPE_CHECKING:
+    from ripple_cli.codec.fast._speedups import Program
+
+OP_INT, OP_INT32, OP_INT64, OP_FLOAT, OP_BOOL, OP_STRING = 1, 2, 3, 4, 5, 6
+OP_OPTION, OP_LIST, OP_RECORD, OP_ENUM = 7, 8, 9, 10
+_PRIM = {"Int": OP_INT, "Int32": OP_INT32, "Int64": OP_INT64, "Float": OP_FLOAT, "Bool": OP_BOOL, "String": OP_STRING}
+HEADER_WORDS = 3
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.code: list[int] = [0] * HEADER_WORDS
+        self.atoms: list[tuple[bytes, bool]] = []
+
+    def atoms_of(self, names: tuple[bytes, ...]) -> int:
+        """Consecutive atoms for `names`; the index of the first."""
+        first = len(self.atoms)
+        self.atoms.extend((atom_text(n), must_escape(n)) for n in names)
+        return first
+
+    def node(self, t: FieldType) -> int:
+        at = len(self.code)
+        if isinstance(t, Prim):
+            self.code.append(_PRIM[t.kind])
+        elif isinstance(t, (OptionOf, ListOf)):
+            self.code += [OP_OPTION if isinstance(t, OptionOf) else OP_LIST, 0]
+            self.code[at + 1] = self.node(t.inner)
+        elif isinstance(t, RecordOf):
+            n = len(t.fields)
+            self.code += [OP_RECORD, n] + [0, 0] * n
+            for i, f in enumerate(t.fields):
+                self.code[at + 2 + 2 * i] = self.atoms_of((f.name,))
+                self.code[at + 3 + 2 * i] = self.node(f.typ)
+        else:
+            assert isinstance(t, EnumOf)
+            first = self.atoms_of(t.names)
+            self.code += [OP_ENUM, len(t.names), first]
+        return at
+
+
+def program_words(schema: Schema) -> tuple[bytes, tuple[tuple[bytes, bool], ...]]:
+    """The arguments of `_speedups.Program` for a schema."""
+    b = _Builder()
+    b.code[0] = b.node(schema.key)
+    b.code[1] = b.node(RecordOf(schema.fields))
+    b.code[2] = b.atoms_of(tuple(ctor_name(f.name) for f in schema.fields))
+    return array("i", b.code).tobytes(), tuple(b.atoms)
+
+
+@lru_cache(maxsize=1024)
+def compile_program(schema: Schema) -> Program | None:
+    """The schema's program, or None when C cannot take it (nested deeper
+    than its limit, more enum constructors than two bytes index): its
+    Deltas then always go through the Python decoder."""
+    from ripple_cli.codec.fast import _load
+
+    accel = _load()
+    if accel is None:
+        return None
+    try:
+        code, atoms = program_words(schema)
+        prog: Program = accel.Program(code, atoms)
+    except (ValueError, OverflowError):
+        return None
+    return prog

@@ -1,0 +1,22 @@
+"""Only the optional C extension; the metadata is in pyproject.toml.
+
+`ripple_cli.codec.fast._speedups` is the codec's fast lane (see
+ripple_cli/codec/fast/__init__.py).  It needs a C compiler and the Python
+headers; without them the build goes on without it (`optional=True`) and
+ripple runs on its pure-Python codec, with the same results.
+"""
+
+from setuptools import Extension, setup
+
+FAST = "ripple_cli/codec/fast"
+
+setup(
+    ext_modules=[
+        Extension(
+            "ripple_cli.codec.fast._speedups",
+            sources=[f"{FAST}/_speedups.c"],
+            depends=[f"{FAST}/binprot.h", f"{FAST}/crc32c.h", f"{FAST}/sexpout.h"],
+            optional=True,
+        )
+    ]
+)

@@ -1,0 +1,151 @@
+"""The CLI with the C fast lane and without it (RIPPLE_PURE=1) gives the
+same output, byte for byte, exit status included; and the golden tests
+pass on the pure path too (the rest of tests/cli runs with the lane when
+it is built, or the whole suite can be run under RIPPLE_PURE=1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ripple_cli.codec.fast import speedups
+from ripple_cli.codec.fast.lane import Lane
+from tests.cli import test_golden as golden_tests
+from tests.conftest import EXAMPLES, Result, run_cli
+from tests.replay.pcap import Connection, build_pcap
+
+DEMO = EXAMPLES / "demo.ripple"
+SCHEMAS = str(EXAMPLES / "schemas")
+MORE_SCHEMAS = str(EXAMPLES / "more-schemas")
+FAST = speedups() is not None
+
+
+@pytest.fixture
+def pure(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RIPPLE_PURE", "1")
+    assert speedups() is None
+
+
+# ---------------------------------------------------------------- golden tests, pure
+
+
+def test_golden_decode_sexp_pure(pure: None) -> None:
+    golden_tests.test_decode_sexp_equals_ocaml_text()
+
+
+def test_golden_decode_damaged_pure(pure: None, tmp_path: Path) -> None:
+    golden_tests.test_decode_damaged_sexp(tmp_path)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_golden_verify_damaged_pure(pure: None, tmp_path: Path, fmt: str) -> None:
+    golden_tests.test_verify_damaged(tmp_path, fmt)
+
+
+def test_golden_verify_clean_pure(pure: None) -> None:
+    golden_tests.test_verify_clean_with_schemas()
+    golden_tests.test_verify_without_the_undeclared_schema()
+
+
+def test_golden_formats_pure(pure: None) -> None:
+    golden_tests.test_decode_formats("jsonl")
+
+
+# ---------------------------------------------------------------- both ways, the same
+
+
+def _inputs(tmp: Path) -> dict[str, Path]:
+    demo = DEMO.read_bytes()
+    damaged = golden_tests.damaged_demo(tmp)
+    flagged = bytearray(demo)
+    flagged[764 + 6] = 1  # reserved flags on the first Delta: a warning (its CRC is now wrong too)
+    # Many chunks (the reader's are 1 MiB): the demo over and over, so that
+    # seqs go backwards and every Delta's sequence_no repeats.
+    big = tmp / "big.ripple"
+    big.write_bytes(demo * 40 + damaged.read_bytes() * 3)
+    flagged_path = tmp / "flagged.ripple"
+    flagged_path.write_bytes(bytes(flagged))
+    capture = tmp / "two.pcap"
+    capture.write_bytes(
+        build_pcap([Connection(demo, b"", 40001), Connection(damaged.read_bytes()[:20000], b"", 40002)], gap_s=0.001)
+    )
+    return {"demo": DEMO, "damaged": damaged, "flagged": flagged_path, "big": big, "capture": capture}
+
+
+COMMANDS = [
+    ["decode"],
+    ["decode", "--schemas", SCHEMAS],
+    ["decode", "--raw"],
+    ["decode", "-c", "7"],
+    ["decode", "-c", "12345"],
+    ["decode", "--list-streams"],
+    ["decode", "--format", "jsonl", "-c", "50"],
+    ["verify"],
+    ["verify", "--schemas", MORE_SCHEMAS],
+    ["verify", "--format", "json", "--strict"],
+    ["verify", "-Y", "type == Delta"],
+]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _inputs(tmp_path_factory.mktemp("inputs"))
+
+
+@pytest.fixture
+def lane_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """How many envelopes the lane consumed, call by call."""
+    calls: list[int] = []
+    run = Lane.run
+
+    def spy(self: Lane) -> object:
+        batch = run(self)
+        calls.append(batch.messages if batch is not None else 0)
+        return batch
+
+    monkeypatch.setattr(Lane, "run", spy)
+    yield calls
+
+
+def _both(args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[Result, Result]:
+    fast = run_cli(args)
+    with monkeypatch.context() as m:
+        m.setenv("RIPPLE_PURE", "1")
+        pure = run_cli(args)
+    return fast, pure
+
+
+@pytest.mark.skipif(not FAST, reason="the C fast lane is off (not built here, or RIPPLE_PURE)")
+@pytest.mark.parametrize("name", ["demo", "damaged", "flagged", "big", "capture"])
+@pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
+def test_fast_and_pure_agree(
+    inputs: dict[str, Path], name: str, cmd: list[str], monkeypatch: pytest.MonkeyPatch, lane_calls: list[int]
+) -> None:
+    fast, pure = _both([*cmd, str(inputs[name])], monkeypatch)
+    assert fast.code == pure.code
+    assert fast.stderr == pure.stderr
+    assert fast.stdout == pure.stdout
+    # the lane ran, and only in the fast run (it is off under -Y and for JSON)
+    if cmd[0] == "verify":
+        uses_lane = "-Y" not in cmd
+    else:
+        uses_lane = "--format" not in cmd
+    assert (sum(lane_calls) > 0) == uses_lane
+
+
+@pytest.mark.skipif(not FAST, reason="the C fast lane is off (not built here, or RIPPLE_PURE)")
+def test_fast_and_pure_agree_on_stdin(inputs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    data = inputs["big"].read_bytes()
+    fast = run_cli(["decode", "-"], stdin=data)
+    with monkeypatch.context() as m:
+        m.setenv("RIPPLE_PURE", "1")
+        pure = run_cli(["decode", "-"], stdin=data)
+    assert (fast.code, fast.stdout, fast.stderr) == (pure.code, pure.stdout, pure.stderr)
+
+
+def test_ripple_pure_turns_the_lane_off(pure: None, lane_calls: list[int]) -> None:
+    r = run_cli(["verify", str(DEMO)])
+    assert r.code == 1
+    assert lane_calls == []

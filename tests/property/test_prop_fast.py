@@ -1,0 +1,381 @@
+"""The C fast lane (ripple_cli/codec/fast) against the pure-Python codec it
+stands in for: the same CRCs, atoms, floats, key and delta texts, and, on
+whole streams (random, damaged, chunked, with holes, breaking the stream
+rules), the same canonical lines, problems, counts and checker state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from crc32c import crc32c as crc32c_package
+from hypothesis import given
+from hypothesis import strategies as st
+from ripple_strategies import (
+    Envelope,
+    deltas,
+    envelope_lists,
+    floats_any,
+    floats_text_exact,
+    int64s,
+    prop,
+    schemas,
+    values,
+)
+from test_prop_stream import damaged_streams
+
+from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamStart
+from ripple_cli.codec.delta import CompiledSchema
+from ripple_cli.codec.envelope import MAGIC
+from ripple_cli.codec.errors import DecodeError
+from ripple_cli.codec.fast import _load, speedups
+from ripple_cli.codec.fast.lane import Batch, LaneKind
+from ripple_cli.codec.fast.program import compile_program
+from ripple_cli.codec.messages import (
+    FIXED_FINGERPRINTS,
+    HEARTBEAT,
+    CheckpointAck,
+    CheckpointRequest,
+    DeltaMsg,
+    DeltaView,
+    Handshake,
+    Heartbeat,
+    SchemaNegotiation,
+)
+from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.stream import DeltaMode, Message
+from ripple_cli.codec.text import message_to_line
+from ripple_cli.flow.demux import Demux
+from ripple_cli.sexp.tree import float_atom
+from ripple_cli.sexp.write import atom_text, to_string
+
+accel = _load()
+pytestmark = pytest.mark.skipif(accel is None, reason="the C extension is not built here")
+
+
+# ---------------------------------------------------------------- primitives
+
+
+@prop(300)
+@given(st.binary(max_size=300), st.integers(0, 7))
+def test_crc32c_matches_the_package(data: bytes, skip: int) -> None:
+    assert accel is not None
+    view = memoryview(data)[min(skip, len(data)) :]  # any alignment
+    expected = crc32c_package(view)
+    assert accel.crc32c(view) == expected
+    assert accel.crc32c_table(view) == expected
+
+
+def test_crc32c_check_value() -> None:
+    assert accel is not None
+    assert accel.crc32c(b"123456789") == accel.crc32c_table(b"123456789") == 0xE3069283
+
+
+_atom_bytes = [b"a", b"#", b"|", b" ", b'"', b"\\", b"(", b";", b"\x7f", b"\xff", b"\n"]
+atoms = st.one_of(st.binary(max_size=20), st.lists(st.sampled_from(_atom_bytes), max_size=8).map(b"".join))
+
+
+@prop(400)
+@given(atoms)
+def test_atom_text_matches_sexplib_rules(atom: bytes) -> None:
+    assert accel is not None
+    assert accel.atom_text(atom) == atom_text(atom)
+
+
+# Prices, sizes, rates: the decimals the C printer takes a shortcut for,
+# near its edges too (15 digits, 1e-4, 1e15, halves that round to even).
+decimal_floats = st.one_of(
+    st.tuples(st.integers(-(10**15), 10**15), st.integers(0, 19)).map(lambda t: t[0] / 10 ** t[1]),
+    st.tuples(st.integers(-(10**6), 10**6), st.integers(0, 8)).map(lambda t: t[0] / 10 ** t[1]),
+    st.sampled_from([1e-4, 9.999999999999999e-05, 1e15, 999999999999999.9, 0.5, 2.5, 0.29, 1e-5, 5e-324]),
+)
+
+
+@prop(400)
+@given(st.one_of(floats_any, decimal_floats))
+def test_float_atom_matches(x: float) -> None:
+    assert accel is not None
+    assert accel.float_atom(x) == float_atom(x)
+
+
+# ---------------------------------------------------------------- schema programs
+
+
+def _python_key_text(c: CompiledSchema, data: bytes) -> bytes | None:
+    try:
+        return to_string(c.key.to_sexp(c.read_key(data)))
+    except DecodeError:
+        return None
+
+
+def _python_delta_text(c: CompiledSchema, data: bytes) -> bytes | None:
+    try:
+        return to_string(c.delta_to_sexp(c.read_delta(data)))
+    except DecodeError:
+        return None
+
+
+def _python_valid(c: CompiledSchema, key: bytes, delta: bytes) -> bool:
+    try:
+        c.validate(key, delta)
+    except DecodeError:
+        return False
+    return True
+
+
+def _mutations(data: bytes) -> st.SearchStrategy[bytes]:
+    """The bytes, cut, extended, or with a byte changed."""
+    n = len(data)
+    return st.one_of(
+        st.just(data),
+        st.integers(0, max(n - 1, 0)).map(lambda i: data[:i]),
+        st.binary(min_size=1, max_size=3).map(lambda b: data + b),
+        st.tuples(st.integers(0, max(n - 1, 0)), st.integers(0, 255)).map(
+            lambda t: data[: t[0]] + bytes([t[1]]) + data[t[0] + 1 :] if n else bytes([t[1]])
+        ),
+    )
+
+
+@prop(300)
+@given(st.data())
+def test_programs_print_and_validate_as_python(data: st.DataObject) -> None:
+    schema = data.draw(schemas)
+    c = CompiledSchema(schema)
+    prog = compile_program(schema)
+    assert prog is not None
+    key = c.write_key(data.draw(values(schema.key, floats_text_exact)))
+    delta = c.write_delta(data.draw(deltas(schema, floats_text_exact)))
+    # intact: both decode, to the same text
+    assert prog.key_text(key) == _python_key_text(c, key) is not None
+    assert prog.delta_text(delta) == _python_delta_text(c, delta) is not None
+    assert prog.check(key, delta)
+    # damaged: C refuses exactly what Python refuses, and agrees on the rest
+    bad_key = data.draw(_mutations(key))
+    bad_delta = data.draw(_mutations(delta))
+    assert prog.key_text(bad_key) == _python_key_text(c, bad_key)
+    assert prog.delta_text(bad_delta) == _python_delta_text(c, bad_delta)
+    assert prog.check(bad_key, bad_delta) == _python_valid(c, bad_key, bad_delta)
+
+
+@prop(200)
+@given(st.data())
+def test_programs_on_random_bytes(data: st.DataObject) -> None:
+    schema = data.draw(schemas)
+    c = CompiledSchema(schema)
+    prog = compile_program(schema)
+    assert prog is not None
+    key, delta = data.draw(st.binary(max_size=24)), data.draw(st.binary(max_size=40))
+    assert prog.key_text(key) == _python_key_text(c, key)
+    assert prog.delta_text(delta) == _python_delta_text(c, delta)
+    assert prog.check(key, delta) == _python_valid(c, key, delta)
+
+
+# ---------------------------------------------------------------- whole streams
+
+
+@st.composite
+def rule_streams(draw: st.DrawFn) -> list[Envelope]:
+    """Streams that exercise the stream rules: a few outputs whose
+    sequence_no mostly follow on (with duplicates and gaps), envelope seqs
+    that mostly rise, Deltas of undeclared schemas, refused negotiations,
+    a Handshake somewhere (or none), now and then a warning."""
+    declared = draw(st.lists(schemas, min_size=1, max_size=2, unique_by=lambda s: s.fingerprint))
+    compiled = [CompiledSchema(s) for s in declared]
+    worker = draw(st.sampled_from([b"w-1", b"", b"a worker"]))
+    outputs = [b"a", b"b", b"the output", b""]
+    next_no = {o: draw(st.sampled_from([1, 1, 5])) for o in outputs}
+    n = draw(st.integers(0, 40))
+    hs_at = draw(st.integers(-1, n))
+    seq = draw(st.integers(-3, 3))
+    out: list[Envelope] = []
+    for i in range(n + 1):
+        seq = max(min(seq + draw(st.sampled_from([1, 1, 1, 1, 3, 0, -1, -50])), 2**63 - 1), -(2**63))
+        time_ns = draw(st.one_of(st.just(1718900000000000000 + i), int64s))
+        fl = draw(st.sampled_from([0] * 15 + [1]))
+        if i == hs_at:
+            body: Any = Handshake(worker, tuple((s.name, s) for s in declared), 1)
+            out.append(Envelope(seq, time_ns, FIXED_FINGERPRINTS[0], fl, body))
+            continue
+        if i == n:
+            break
+        kind = draw(st.sampled_from(["delta"] * 6 + ["undeclared", "heartbeat", "negotiation", "ack", "request"]))
+        if kind in ("delta", "undeclared"):
+            output = draw(st.sampled_from(outputs))
+            sequence_no = next_no[output]
+            next_no[output] = max(sequence_no + draw(st.sampled_from([1, 1, 1, 1, 1, 0, -1, 2, 9])), 0)
+            watermark = draw(st.one_of(st.none(), int64s))
+            if kind == "delta":
+                cs = draw(st.sampled_from(compiled))
+                key = draw(values(cs.schema.key, floats_text_exact))
+                body = DeltaView(output, key, draw(deltas(cs.schema, floats_text_exact)), sequence_no, watermark, cs)
+                fp = cs.fingerprint
+            else:
+                key_bytes, delta_bytes = draw(st.binary(max_size=6)), draw(st.binary(max_size=8))
+                body = DeltaMsg(output, key_bytes, delta_bytes, sequence_no, watermark)
+                fp = b"undeclared/v1"
+            out.append(Envelope(seq, time_ns, fp, fl, body))
+        elif kind == "heartbeat":
+            body = Heartbeat(worker, time_ns, draw(floats_text_exact))
+            out.append(Envelope(seq, time_ns, FIXED_FINGERPRINTS[HEARTBEAT], fl, body))
+        elif kind == "negotiation":
+            body = SchemaNegotiation(draw(st.sampled_from([True, True, False])), (b"an error",))
+            out.append(Envelope(seq, time_ns, FIXED_FINGERPRINTS[5], fl, body))
+        elif kind == "ack":
+            body = CheckpointAck(worker, draw(st.integers(0, 99)), ((b"a", 3), (b"b c", 4)))
+            out.append(Envelope(seq, time_ns, FIXED_FINGERPRINTS[3], fl, body))
+        else:
+            body = CheckpointRequest(draw(st.integers(0, 99)), time_ns)
+            out.append(Envelope(seq, time_ns, FIXED_FINGERPRINTS[2], fl, body))
+    return out
+
+
+@st.composite
+def corrupted(draw: st.DrawFn, envs: list[Envelope]) -> bytes:
+    parts = []
+    for e in envs:
+        b = e.to_bytes()
+        what = draw(st.sampled_from(["keep"] * 12 + ["flip", "cut", "garbage"]))
+        if what == "flip":
+            i = draw(st.integers(0, len(b) - 1))
+            b = b[:i] + bytes([b[i] ^ (1 << draw(st.integers(0, 7)))]) + b[i + 1 :]
+        elif what == "cut":
+            b = b[: draw(st.integers(0, len(b) - 1))]
+        elif what == "garbage":
+            b = draw(st.one_of(st.binary(max_size=30), st.binary(max_size=30).map(lambda g: MAGIC + b"\x01" + g))) + b
+        parts.append(b)
+    return b"".join(parts)
+
+
+@dataclass
+class Run:
+    """What one decoding of a stream gave, in a form both ways can match."""
+
+    items: list[Any]  # canonical lines and problems in order (sexp), or problems in order (count)
+    totals: tuple[int, int, dict[int, int]]  # messages, bytes, by tag
+    streams: list[tuple[int, int, int, dict[int, int]]]  # the Demux's per-stream counts
+    checkers: list[Any]  # per stream: (last_seq, last_applied)
+    batches: int
+
+
+def _events(data: bytes, cuts: list[int], holes: dict[int, int]) -> list[CaptureEvent]:
+    events: list[CaptureEvent] = [StreamStart(None, None, True)]
+    prev = 0
+    for c in [*sorted(set(cuts)), len(data)]:
+        if c > prev:
+            events.append(StreamData(None, data[prev:c], None))
+        if c in holes:
+            events.append(StreamGap(None, holes[c], None))
+        prev = max(prev, c)
+    events.append(StreamEnd(None, None, "end of input"))
+    return events
+
+
+def run(
+    events: list[CaptureEvent], lane: LaneKind | None, kind: LaneKind, mode: DeltaMode, max_payload: int = 1 << 24
+) -> Run:
+    rules = kind is LaneKind.COUNT
+    demux = Demux("s", None, mode, max_payload, check_rules=rules, lane=lane)
+    outs = []
+    for ev in events:
+        outs += demux.feed_batches(ev)
+    outs += demux.finish_batches()
+    items: list[Any] = []
+    messages, size, batches = 0, 0, 0
+    by_tag: dict[int, int] = {}
+    for _origin, item in outs:
+        if isinstance(item, Batch):
+            batches += 1
+            messages += item.messages
+            size += item.size
+            for t, k in enumerate(item.by_tag):
+                if k:
+                    by_tag[t] = by_tag.get(t, 0) + k
+            if kind is LaneKind.SEXP:
+                lines = item.text.splitlines(keepends=True)
+                assert len(lines) == item.messages
+                items += [("line", x) for x in lines]
+                assert item.first_lines(item.messages) == item.text
+            items += list(item.problems())
+            assert item.problem_count == len(list(item.problems()))
+        elif isinstance(item, Message):
+            messages += 1
+            size += item.frame.size
+            by_tag[item.frame.tag] = by_tag.get(item.frame.tag, 0) + 1
+            if kind is LaneKind.SEXP:
+                items.append(("line", message_to_line(item) + b"\n"))
+        else:
+            assert isinstance(item, Problem)
+            items.append(item)
+    streams = [(s.messages, s.bytes, s.problems, s.by_type) for s in demux.streams.values()]
+    checkers = [(s.checker.last_seq, s.checker.last_applied) if s.checker else None for s in demux.streams.values()]
+    return Run(items, (messages, size, by_tag), streams, checkers, batches)
+
+
+def assert_same(events: list[CaptureEvent], kind: LaneKind, mode: DeltaMode, max_payload: int = 1 << 24) -> Run:
+    pure = run(events, None, kind, mode, max_payload)
+    fast = run(events, kind, kind, mode, max_payload)
+    assert pure.batches == 0
+    assert fast.items == pure.items
+    assert fast.totals == pure.totals
+    assert fast.streams == pure.streams
+    assert fast.checkers == pure.checkers
+    return fast
+
+
+chunk_plans = st.one_of(
+    st.just("whole"),
+    st.sampled_from([1, 2, 7, 59, 63, 64, 200]),
+    st.lists(st.integers(0, 4000), max_size=10),
+)
+
+
+def _cuts(plan: Any, n: int) -> list[int]:
+    if plan == "whole":
+        return []
+    if isinstance(plan, int):
+        return list(range(plan, n, plan))
+    return [c for c in plan if c < n]
+
+
+@prop(200)
+@given(st.data())
+def test_verify_lane_gives_the_same_problems_and_counts(data: st.DataObject) -> None:
+    envs = data.draw(rule_streams())
+    stream = data.draw(corrupted(envs))
+    cuts = _cuts(data.draw(chunk_plans), len(stream))
+    mode = data.draw(st.sampled_from([DeltaMode.VALIDATE, DeltaMode.VALIDATE, DeltaMode.DECODE]))
+    assert_same(_events(stream, cuts, {}), LaneKind.COUNT, mode)
+
+
+@prop(200)
+@given(st.data())
+def test_decode_lane_gives_the_same_lines_and_problems(data: st.DataObject) -> None:
+    envs = data.draw(st.one_of(rule_streams(), envelope_lists()))
+    stream = data.draw(corrupted(envs))
+    cuts = _cuts(data.draw(chunk_plans), len(stream))
+    mode = data.draw(st.sampled_from([DeltaMode.DECODE, DeltaMode.DECODE, DeltaMode.RAW]))
+    assert_same(_events(stream, cuts, {}), LaneKind.SEXP, mode)
+
+
+@prop(150)
+@given(st.data())
+def test_lanes_on_damaged_streams_with_holes(data: st.DataObject) -> None:
+    stream = data.draw(damaged_streams())
+    cuts = _cuts(data.draw(chunk_plans), len(stream))
+    holes = {c: data.draw(st.integers(1, 80)) for c in cuts if data.draw(st.booleans())}
+    events = _events(stream, cuts, holes)
+    max_payload = data.draw(st.sampled_from([1 << 24, 64, 200]))
+    assert_same(events, LaneKind.SEXP, DeltaMode.DECODE, max_payload)
+    assert_same(events, LaneKind.COUNT, DeltaMode.VALIDATE, max_payload)
+
+
+@pytest.mark.skipif(speedups() is None, reason="the C fast lane is off (RIPPLE_PURE)")
+def test_a_clean_stream_goes_through_the_lane() -> None:
+    """Not only the same: the lane really takes the boring envelopes."""
+    envs = [Envelope(i + 1, i, FIXED_FINGERPRINTS[HEARTBEAT], 0, Heartbeat(b"w", i, 0.5 * i)) for i in range(1000)]
+    events = _events(b"".join(e.to_bytes() for e in envs), [5000, 20000], {})
+    for kind, mode in ((LaneKind.SEXP, DeltaMode.DECODE), (LaneKind.COUNT, DeltaMode.VALIDATE)):
+        fast = assert_same(events, kind, mode)
+        assert fast.batches >= 3
+        assert not any(isinstance(x, Problem) for x in fast.items)
