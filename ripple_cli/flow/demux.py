@@ -102,8 +102,7 @@ class Demux:
                 decoder.frames.join_midstream()
             checker = SequenceChecker(decoder.messages.registry) if self.check_rules else None
             st = StreamState(stream, decoder, checker)
-            accel = speedups() if self.lane is not None else None
-            if accel is not None and self.lane is not None:
+            if self.lane is not None and (accel := speedups()) is not None:
                 st.lane = Lane(accel, decoder, checker, self.lane)
             self.streams[stream] = st
         return st
