@@ -479,18 +479,27 @@ text_result(Out *o, int e)
     return res;
 }
 
-/* For the tests: the key's text as key.to_sexp + to_string prints it, or
- * None where read_key raises. */
+typedef int (*walker)(const Program *, const uint8_t *, size_t, Out *);
+
+/* The text one walker prints for a buffer, or None where it fails. */
 static PyObject *
-Program_key_text(Program *self, PyObject *arg)
+walk_text(Program *self, PyObject *arg, walker fn)
 {
     Py_buffer b;
     if (!prog_ready(self) || PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
         return NULL;
     Out o = {0};
-    int e = walk_key(self, b.buf, (size_t)b.len, &o);
+    int e = fn(self, b.buf, (size_t)b.len, &o);
     PyBuffer_Release(&b);
     return text_result(&o, e);
+}
+
+/* For the tests: the key's text as key.to_sexp + to_string prints it, or
+ * None where read_key raises. */
+static PyObject *
+Program_key_text(Program *self, PyObject *arg)
+{
+    return walk_text(self, arg, walk_key);
 }
 
 /* For the tests: the delta's text as delta_to_sexp + to_string prints it,
@@ -498,13 +507,7 @@ Program_key_text(Program *self, PyObject *arg)
 static PyObject *
 Program_delta_text(Program *self, PyObject *arg)
 {
-    Py_buffer b;
-    if (!prog_ready(self) || PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
-        return NULL;
-    Out o = {0};
-    int e = walk_delta(self, b.buf, (size_t)b.len, &o);
-    PyBuffer_Release(&b);
-    return text_result(&o, e);
+    return walk_text(self, arg, walk_delta);
 }
 
 /* For the tests: CompiledSchema.validate(key, delta) does not raise. */
