@@ -1,0 +1,1 @@
+"""Protocol dissectors: Ripple and its sibling protocols (see base.py)."""
