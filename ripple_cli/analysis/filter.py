@@ -48,7 +48,10 @@ from ripple_cli.codec.messages import (
 )
 from ripple_cli.codec.stream import Message
 from ripple_cli.errors import UsageProblem
+from ripple_cli.flow.items import Decoded
 from ripple_cli.flow.origin import Origin
+from ripple_cli.protocols.base import ProtoMessage
+from ripple_cli.protocols.registry import PROTOCOLS as PROTOCOL_NAMES
 from ripple_cli.render.summary import key_text
 
 Predicate = Callable[[Origin, Message], bool]
@@ -69,17 +72,26 @@ class FilterError(UsageProblem):
 
 
 class DisplayFilter:
-    """A compiled filter: call it with (origin, message) to get a bool."""
+    """A compiled filter: call it with (origin, message) to get a bool.
 
-    __slots__ = ("_predicate", "fields", "text")
+    It is compiled twice: once for Ripple messages, with getters that read
+    the frame and payload directly, and once for the sibling protocols'
+    messages, whose fields are looked up by name in their JSON view."""
 
-    def __init__(self, text: str, predicate: Predicate, fields: frozenset[str]) -> None:
+    __slots__ = ("_predicate", "_proto_predicate", "fields", "text")
+
+    def __init__(
+        self, text: str, predicate: Predicate, fields: frozenset[str], proto_predicate: Predicate | None = None
+    ) -> None:
         self.text = text
         self._predicate = predicate
+        self._proto_predicate = proto_predicate or predicate
         self.fields = fields  # the field names used, as written (`field.stats.high`)
 
-    def __call__(self, origin: Origin, msg: Message) -> bool:
-        return self._predicate(origin, msg)
+    def __call__(self, origin: Origin, msg: Decoded) -> bool:
+        if type(msg) is Message:
+            return self._predicate(origin, msg)
+        return self._proto_predicate(origin, msg)  # type: ignore[arg-type]
 
     @property
     def needs_decoded_deltas(self) -> bool:
@@ -95,7 +107,8 @@ def compile_filter(text: str) -> DisplayFilter:
     """Parse `text`; raises `FilterError` with the column of the problem."""
     parser = _Parser(text)
     predicate = parser.parse()
-    return DisplayFilter(text, predicate, frozenset(parser.fields))
+    proto_predicate = _Parser(text, proto=True).parse()
+    return DisplayFilter(text, predicate, frozenset(parser.fields), proto_predicate)
 
 
 # ------------------------------------------------------------------ fields
@@ -264,6 +277,60 @@ def _g_capture_time_ns(o: Origin, m: Message) -> Any:
     return o.time_ns
 
 
+def _g_protocol(o: Origin, m: Message) -> Any:
+    return "ripple"
+
+
+# Fields read from the origin alone: the same getter serves every protocol.
+_ORIGIN_FIELDS = frozenset(("connection", "direction", "src", "dst", "capture_time_ns"))
+# Fields every protocol's message has as attributes.
+_PROTO_ATTRS: dict[str, Callable[[ProtoMessage], Any]] = {
+    "type": lambda m: m.type,
+    "offset": lambda m: m.offset,
+    "size": lambda m: m.size,
+    "protocol": lambda m: m.protocol,
+}
+
+
+def _proto_getter(name: str) -> Getter:
+    """A sibling protocol's field: its attribute, or its JSON view's value
+    at the dotted name (`params.machine`), None when absent."""
+    attr = _PROTO_ATTRS.get(name)
+    if attr is not None:
+        return lambda o, m: attr(m)  # type: ignore[arg-type]
+    path = tuple(name.split("."))
+
+    def get(o: Origin, m: Message) -> Any:
+        v: Any = m.fields  # type: ignore[attr-defined]
+        for part in path:
+            if type(v) is not dict:
+                return None
+            v = v.get(part)
+        return v
+
+    return get
+
+
+def _protocol_field_names() -> dict[str, str]:
+    """Every sibling protocol's -Y field -> the protocols that have it."""
+    from ripple_cli.protocols import registry
+
+    out: dict[str, str] = {}
+    for name in registry.names():
+        for f in registry.get(name).filter_fields:
+            out[f] = f"{out[f]}, {name}" if f in out else name
+    return out
+
+
+def _all_type_names() -> tuple[str, ...]:
+    from ripple_cli.protocols import registry
+
+    names = list(TYPE_CHOICES)
+    for name in registry.names():
+        names += [t for t in registry.get(name).type_styles if t not in names]
+    return tuple(names)
+
+
 _FIELDS: dict[str, _Field] = {
     f.name: f
     for f in (
@@ -289,6 +356,7 @@ _FIELDS: dict[str, _Field] = {
         _Field("src", _STR, _g_src),
         _Field("dst", _STR, _g_dst),
         _Field("capture_time_ns", _NUM, _g_capture_time_ns),
+        _Field("protocol", _STR, _g_protocol, tuple(PROTOCOL_NAMES), "protocol"),
     )
 }
 
@@ -725,10 +793,20 @@ def _suggest(word: str, candidates: Iterable[str]) -> str | None:
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, proto: bool = False) -> None:
         self.tokens = _lex(text)
         self.i = 0
         self.fields: set[str] = set()
+        self.proto = proto  # compiling for the sibling protocols' messages
+
+    def runtime(self, field: _Field) -> _Field:
+        """The field as evaluated: as compiled for Ripple, or, for the
+        sibling protocols, looked up by name with its kind told by the value."""
+        if not self.proto or field.name in _ORIGIN_FIELDS:
+            return field
+        if field.name.startswith("field."):
+            return _Field(field.name, _ANY, lambda o, m: None)  # Ripple Delta rows only
+        return _Field(field.name, _ANY, _proto_getter(field.name))
 
     # -------------------------------------------------------- helpers
 
@@ -814,6 +892,7 @@ class _Parser:
             op = self.take()
             lit = self.value()
             self.check(field, op, [lit])
+            field = self.runtime(field)
             if field.kind == _KEY:
                 tests = _compare_tests(op.value, lit)
                 return _key_predicate(tests.on_str, tests.on_num if lit.number is not None else None)
@@ -821,6 +900,7 @@ class _Parser:
         if self.at_word("contains"):
             op = self.take()
             self.check(field, op, [])
+            field = self.runtime(field)
             lit = self.value()
             if field.kind == _KEY:
                 return _key_predicate(_contains_tests(lit).on_str, None)
@@ -828,6 +908,7 @@ class _Parser:
         if self.at_word("matches") or self.at_op("~"):
             op = self.take()
             self.check(field, op, [])
+            field = self.runtime(field)
             lit = self.value()
             if field.kind == _KEY:
                 return _key_predicate(_matches_tests(lit).on_str, None)
@@ -840,6 +921,7 @@ class _Parser:
             op = self.take()
             lits = self.value_set()
             self.check(field, op, lits)
+            field = self.runtime(field)
             tests = _member_tests(lits)
             if field.kind == _KEY:
                 pred = _key_member_predicate(tests, any(lit.number is not None for lit in lits))
@@ -852,7 +934,7 @@ class _Parser:
             return pred
         if nxt.kind == "string" or (nxt.kind == "word" and nxt.value not in ("and", "or")) or self.at_op("{"):
             raise self.expected("an operator")
-        return _truth_predicate(field)
+        return _truth_predicate(self.runtime(field))
 
     def presence(self, field: _Field) -> Predicate:
         get = field.get
@@ -862,8 +944,13 @@ class _Parser:
         name = tok.value
         known = _FIELDS.get(name)
         if known is not None:
+            if name == "type":  # any protocol's type names
+                return _Field("type", _STR, _g_type, _all_type_names(), "message type")
             return known
         head, _, rest = name.partition(".")
+        if head in (theirs := _protocol_field_names()) and _IDENT_RE.match(name):
+            # A sibling protocol's field: no Ripple message has it.
+            return _Field(name, _ANY, lambda o, m: None)
         if head == "field":
             parts = rest.split(".") if rest else []
             if not parts or not _IDENT_RE.match(name):
@@ -871,7 +958,7 @@ class _Parser:
             return _Field(name, _ANY, _row_getter(parts[0], tuple(parts[1:])))
         if not _IDENT_RE.match(name):
             raise self.expected("a field name")
-        suggestion = _ALIASES.get(name) or _suggest(name, _FIELDS)
+        suggestion = _ALIASES.get(name) or _suggest(name, [*_FIELDS, *theirs])
         if suggestion is None and rest and _suggest(head, ["field"]):
             suggestion = f"field.{rest}"
         hint = f" (did you mean '{suggestion}'?)" if suggestion else ""

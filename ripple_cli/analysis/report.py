@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from ripple_cli.codec.messages import TYPE_NAMES
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.codec.stream import Message
 from ripple_cli.errors import EXIT_OK, EXIT_PROBLEMS
 
 if TYPE_CHECKING:
     from ripple_cli.codec.fast.lane import Batch
+    from ripple_cli.flow.items import Decoded
 
 
 @dataclass
@@ -45,10 +45,10 @@ class Report:
         self.sources.append(rep)
         return rep
 
-    def message(self, rep: SourceReport, msg: Message, type_name: str) -> None:
+    def message(self, rep: SourceReport, msg: Decoded) -> None:
         rep.messages += 1
-        rep.bytes += msg.frame.size
-        rep.by_type[type_name] += 1
+        rep.bytes += msg.size
+        rep.by_type[msg.type] += 1
 
     def problem(self, rep: SourceReport, p: Problem) -> None:
         if len(rep.problems) < self.keep_problems:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
 
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
 from ripple_cli.codec.messages import TAG_BY_NAME
+from ripple_cli.protocols.base import DEFAULT_MAX_INFLATE, DissectOptions
+
+if TYPE_CHECKING:
+    from ripple_cli.flow.protocol_choice import ProtocolChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,7 +87,23 @@ def strict_option(f: F) -> F:
     )(f)
 
 
-TYPE_CHOICES = tuple(TAG_BY_NAME)
+class MessageTypeName(click.ParamType):  # type: ignore[type-arg]
+    """A message type of any known protocol, case-insensitive, given back as
+    the protocol spells it.  Checked when parsed (not at import), so that
+    `--help` loads no dissector."""
+
+    name = "type"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from ripple_cli.protocols import registry
+
+        known = list(TAG_BY_NAME)
+        for name in registry.names():
+            known += [t for t in registry.get(name).type_styles if t not in known]
+        by_lower = {k.lower(): k for k in known}
+        if str(value).lower() in by_lower:
+            return by_lower[str(value).lower()]
+        self.fail(f"{value!r} is not a message type of any protocol (known: {', '.join(known)})", param, ctx)
 
 
 def selection_options(f: F) -> F:
@@ -94,8 +114,8 @@ def selection_options(f: F) -> F:
             "--type",
             "types",
             multiple=True,
-            type=click.Choice(TYPE_CHOICES, case_sensitive=False),
-            help="Only messages of this type. Repeatable.",
+            type=MessageTypeName(),
+            help="Only messages of this type (of any protocol, e.g. Delta, Window). Repeatable.",
         ),
         click.option(
             "--output", "outputs", multiple=True, metavar="NAME", help="Only Deltas of this source output. Repeatable."
@@ -129,7 +149,8 @@ def capture_options(f: F) -> F:
             multiple=True,
             type=click.IntRange(1, 65535),
             metavar="P",
-            help="Connections on this TCP port carry Ripple (repeatable). Default: detect by content.",
+            help="Only connections on this TCP port, decoded without detection: as --protocol, else as the "
+            "protocol registered for the port, else as Ripple (repeatable). Default: all, detected by content.",
         ),
         click.option(
             "--stream",
@@ -155,3 +176,54 @@ def parse_stream_id(value: str | None) -> tuple[int, str | None] | None:
     if not num.isdigit() or direction not in ("", "c2s", "s2c"):
         raise click.BadParameter(f"{value!r}: expected N, N:c2s or N:s2c", param_hint="--stream")
     return int(num), direction or None
+
+
+def protocol_options(f: F) -> F:
+    """Which protocol each stream carries, and the limits every dissector
+    honours; the same for decode, verify and tap."""
+    return _compose(
+        click.option(
+            "--protocol",
+            "-P",
+            "protocol",
+            default="auto",
+            show_default=True,
+            metavar="NAME",
+            help="auto (recognise each connection by its first bytes), or one protocol of --list-protocols.",
+        ),
+        click.option(
+            "--decode-as",
+            "decode_as",
+            multiple=True,
+            metavar="PORT=PROTOCOL",
+            help="Connections on this TCP port carry this protocol, whatever their bytes (as tshark -d). Repeatable.",
+        ),
+        click.option(
+            "--max-inflate",
+            type=ByteSize(),
+            default=DEFAULT_MAX_INFLATE,
+            show_default="64M",
+            help="Largest size one compressed frame may inflate to; beyond it is a problem, not a decompression bomb.",
+        ),
+    )(f)
+
+
+def protocol_choice(
+    protocol: str, decode_as: tuple[str, ...], ports: tuple[int, ...], max_payload: int, max_inflate: int
+) -> ProtocolChoice:
+    """The options of `protocol_options` (and --port, --max-payload) as one
+    value for `Demux`; a bad value is a usage error naming the option."""
+    from ripple_cli.flow.protocol_choice import ProtocolChoice, parse_decode_as
+    from ripple_cli.protocols import registry
+
+    name = protocol.strip().lower()
+    if name != registry.AUTO and name not in registry.PROTOCOLS:
+        raise click.BadParameter(
+            f"{protocol!r} is not a protocol (known: auto, {', '.join(registry.names())})", param_hint="--protocol"
+        )
+    try:
+        by_port = parse_decode_as(decode_as)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--decode-as") from None
+    options = DissectOptions(max_payload=max_payload, max_inflate=max_inflate)
+    return ProtocolChoice(name, by_port, frozenset(ports), options)

@@ -18,6 +18,7 @@ from ripple_cli.codec.framing import FrameDecoder
 from ripple_cli.codec.messages import (
     DELTA,
     HANDSHAKE,
+    TYPE_NAMES,
     Body,
     DeltaView,
     Handshake,
@@ -46,6 +47,15 @@ class Message:
     @property
     def offset(self) -> int:
         return self.frame.offset
+
+    @property
+    def size(self) -> int:
+        return self.frame.size
+
+    @property
+    def type(self) -> str:
+        """The type's name, as the text form and `--type` spell it."""
+        return TYPE_NAMES.get(self.frame.tag, f"Unknown({self.frame.tag})")
 
 
 Event = Message | Problem

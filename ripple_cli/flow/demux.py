@@ -1,7 +1,11 @@
 """`Demux`: capture events in, (origin, message or problem) out.
 
-Each stream direction gets its own `StreamDecoder` (so a Handshake applies
-to its own connection) and, when asked, its own `SequenceChecker`.  A raw
+Each connection is given a protocol (`ProtocolChoice`: from the options, or
+from its first bytes, asking every candidate dissector).  Each stream
+direction then gets its own decoder: for Ripple a `StreamDecoder` (so a
+Handshake applies to its own connection) and, when asked, its own
+`SequenceChecker`; for the sibling protocols their `StreamDissector`, and,
+when rules are checked, one `ConnectionAnalyzer` per connection.  A raw
 stream file is one stream whose id is None.
 
 With `lane=`, each stream also gets a fast lane (codec/fast) when the C
@@ -26,35 +30,31 @@ from ripple_cli.capture.events import (
     StreamId,
     StreamStart,
 )
-from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, HEADER_SIZE, MAGIC, OVERHEAD
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
 from ripple_cli.codec.fast import speedups
 from ripple_cli.codec.fast.lane import Batch, Lane, LaneKind
-from ripple_cli.codec.framing import find_envelope
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.stream import DeltaMode, Event, Message, StreamDecoder
+from ripple_cli.flow.items import Item
 from ripple_cli.flow.origin import Origin
+from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
+from ripple_cli.protocols import registry as protocols
+from ripple_cli.protocols.base import ConnectionAnalyzer, Detection, ProtoMessage, StreamDissector
 
-Output = tuple[Origin, Event]
-BatchOutput = tuple[Origin, Event | Batch]
-DETECT_LIMIT = 1 << 20  # bytes a connection may show before it is judged not Ripple
-
-
-def _wanted(buf: bytearray, max_payload: int) -> int:
-    """How many bytes the last plausible envelope header in `buf` needs, so
-    that a large first envelope is waited for rather than missed."""
-    p = buf.rfind(MAGIC)
-    if p < 0 or len(buf) - p < HEADER_SIZE:
-        return 0
-    length = int.from_bytes(buf[p + HEADER_SIZE - 4 : p + HEADER_SIZE], "little", signed=True)
-    return p + OVERHEAD + length if 0 <= length <= max_payload else 0
+Output = tuple[Origin, Item]
+BatchOutput = tuple[Origin, Item | Batch]
+DETECT_LIMIT = 1 << 20  # bytes a direction may show before every detector's "no" is final
+UNDECIDED_LIMIT = 16 << 20  # bytes held per direction while some detector still asks for more
 
 
 @dataclass
 class StreamState:
     stream: StreamId | None
-    decoder: StreamDecoder
-    checker: SequenceChecker | None
+    protocol: str
+    decoder: StreamDecoder | None  # Ripple
+    checker: SequenceChecker | None  # Ripple's stream rules
+    dissector: StreamDissector | None = None  # the sibling protocols
     lane: Lane | None = None
     messages: int = 0
     bytes: int = 0
@@ -62,7 +62,7 @@ class StreamState:
     first_ns: int | None = None
     last_ns: int | None = None
     ended: str | None = None  # why the stream ended, once it has
-    by_type: dict[int, int] = field(default_factory=dict)
+    by_type: dict[int | str, int] = field(default_factory=dict)  # Ripple tag, or type name
 
 
 class Demux:
@@ -74,7 +74,7 @@ class Demux:
         max_payload: int = DEFAULT_MAX_PAYLOAD,
         check_rules: bool = False,
         want: Callable[[StreamId | None], bool] | None = None,
-        detect: bool = False,
+        choice: ProtocolChoice | None = None,
         lane: LaneKind | None = None,
     ) -> None:
         self.source = source
@@ -84,26 +84,41 @@ class Demux:
         self.check_rules = check_rules
         self.want = want or (lambda _s: True)
         self.lane = lane
+        self.choice = choice or ProtocolChoice(protocol=RIPPLE)
         self.streams: dict[StreamId | None, StreamState] = {}
-        # Content detection (captures read without --port): a connection is
-        # decoded once either direction shows a whole envelope with a valid
-        # CRC; until then its events wait here, bounded by DETECT_LIMIT.
-        self.detect = detect
-        self._verdict: dict[int, bool] = {}  # connection -> carries Ripple
-        self._pending: dict[StreamId, list[CaptureEvent]] = {}
-        self._pending_bytes: dict[StreamId, bytearray] = {}
-        self.not_ripple: dict[StreamId, str] = {}  # streams left undecoded, and why
+        # Detection: a connection (or raw file) whose protocol the options do
+        # not fix is decoded once a candidate dissector recognises the first
+        # bytes of either direction; until then its events wait here.
+        self._verdict: dict[int | None, str | None] = {}  # connection -> protocol (None: undecodable)
+        self._pending: dict[StreamId | None, list[CaptureEvent]] = {}
+        self._pending_bytes: dict[StreamId | None, bytearray] = {}
+        self.undecoded: dict[StreamId, str] = {}  # streams left undecoded, and why
+        self._analyzers: dict[int | None, ConnectionAnalyzer | None] = {}
+        self._syn: dict[StreamId | None, bool] = {}
 
-    def _state(self, stream: StreamId | None, syn_seen: bool = True) -> StreamState:
+    def protocol_of(self, stream: StreamId | None) -> str | None:
+        """The protocol decided for a stream's connection, if any yet."""
+        return self._verdict.get(None if stream is None else stream.connection)
+
+    def _state(self, stream: StreamId | None) -> StreamState:
         st = self.streams.get(stream)
         if st is None:
-            decoder = StreamDecoder(self.registry, self.delta_mode, self.max_payload)
-            if not syn_seen:
-                decoder.frames.join_midstream()
-            checker = SequenceChecker(decoder.messages.registry) if self.check_rules else None
-            st = StreamState(stream, decoder, checker)
-            if self.lane is not None and (accel := speedups()) is not None:
-                st.lane = Lane(accel, decoder, checker, self.lane)
+            protocol = self.protocol_of(stream) or RIPPLE
+            if protocol == RIPPLE:
+                decoder = StreamDecoder(self.registry, self.delta_mode, self.max_payload)
+                if not self._syn.get(stream, True):
+                    decoder.frames.join_midstream()
+                checker = SequenceChecker(decoder.messages.registry) if self.check_rules else None
+                st = StreamState(stream, protocol, decoder, checker)
+                if self.lane is not None and (accel := speedups()) is not None:
+                    st.lane = Lane(accel, decoder, checker, self.lane)
+            else:
+                dissector = protocols.get(protocol)
+                from_client = None if stream is None else stream.from_client
+                st = StreamState(stream, protocol, None, None, dissector.stream(self.choice.options, from_client))
+                conn = None if stream is None else stream.connection
+                if self.check_rules and conn not in self._analyzers:
+                    self._analyzers[conn] = dissector.analyzer(self.choice.options)
             self.streams[stream] = st
         return st
 
@@ -125,21 +140,27 @@ class Demux:
         stream = event.stream
         if not self.want(stream):
             return []
-        if self.detect and stream is not None:
-            verdict = self._verdict.get(stream.connection)
-            if verdict is None:
+        conn = None if stream is None else stream.connection
+        if conn not in self._verdict:
+            fixed = self.choice.fixed(stream)
+            if fixed is None:
                 return self._hold(stream, event, batches)
-            if not verdict:
-                return []
+            self._verdict[conn] = fixed
+        if self._verdict[conn] is None:
+            return []
         return self._process(event, batches)
 
     def _process(self, event: CaptureEvent, batches: bool) -> list[BatchOutput]:
         stream = event.stream
         if isinstance(event, StreamStart):
-            self._state(stream, event.syn_seen)
+            self._syn[stream] = event.syn_seen
+            self._state(stream)
             return []
         st = self._state(stream)
+        if st.dissector is not None:
+            return self._process_dissector(st, event)
         lane = st.lane if batches else None
+        assert st.decoder is not None
         # Step by step when the stream rules are checked (each message is
         # observed before the next is decoded, so a Delta is judged with the
         # schemas known at its place in the stream) or with a fast lane.
@@ -162,33 +183,102 @@ class Demux:
             return self._emit(st, dec.finish(), event.time_ns)
         raise TypeError(f"not a capture event: {event!r}")
 
-    def _hold(self, stream: StreamId, event: CaptureEvent, batches: bool) -> list[BatchOutput]:
+    def _process_dissector(self, st: StreamState, event: CaptureEvent) -> list[BatchOutput]:
+        dis = st.dissector
+        assert dis is not None
+        if isinstance(event, StreamData):
+            return self._emit_items(st, dis.feed(event.data), event.time_ns)
+        if isinstance(event, StreamGap):
+            return self._emit_items(st, dis.gap(event.size), event.time_ns)
+        if isinstance(event, StreamEnd):
+            if st.ended is not None:
+                return []
+            st.ended = event.reason
+            out = self._emit_items(st, dis.finish(), event.time_ns)
+            conn = None if st.stream is None else st.stream.connection
+            if all(
+                s.ended is not None for s in self.streams.values() if s.stream is None or s.stream.connection == conn
+            ):
+                out.extend(self._close_analyzer(st, conn, event.time_ns))
+            return out
+        raise TypeError(f"not a capture event: {event!r}")
+
+    def _close_analyzer(self, st: StreamState, conn: int | None, time_ns: int | None) -> list[BatchOutput]:
+        analyzer = self._analyzers.pop(conn, None)
+        if analyzer is None:
+            return []
+        origin = Origin(self.source, st.stream, time_ns)
+        problems = analyzer.close()
+        st.problems += len(problems)
+        return [(origin, p) for p in problems]
+
+    def _emit_items(
+        self, st: StreamState, items: list[ProtoMessage | Problem], time_ns: int | None
+    ) -> list[BatchOutput]:
+        if not items:
+            return []
+        origin = Origin(self.source, st.stream, time_ns)
+        self._seen(st, time_ns)
+        analyzer = self._analyzers.get(None if st.stream is None else st.stream.connection)
+        from_client = None if st.stream is None else st.stream.from_client
+        out: list[BatchOutput] = []
+        for item in items:
+            out.append((origin, item))
+            if isinstance(item, Problem):
+                st.problems += 1
+                continue
+            st.messages += 1
+            st.bytes += item.size
+            st.by_type[item.type] = st.by_type.get(item.type, 0) + 1
+            if analyzer is not None:
+                for p in analyzer.observe(from_client, item):
+                    st.problems += 1
+                    out.append((origin, p))
+        return out
+
+    def _hold(self, stream: StreamId | None, event: CaptureEvent, batches: bool) -> list[BatchOutput]:
+        conn = None if stream is None else stream.connection
         self._pending.setdefault(stream, []).append(event)
         buf = self._pending_bytes.setdefault(stream, bytearray())
         if isinstance(event, StreamData):
             buf += event.data
-            if find_envelope(buf, self.max_payload) is not None:
-                return self._decide(stream.connection, True, batches=batches)
-            if len(buf) > max(DETECT_LIMIT, _wanted(buf, self.max_payload)):
-                return self._decide(stream.connection, False, f"no envelope in {len(buf)} bytes", batches)
-        elif isinstance(event, StreamEnd):
-            ends = [s for s in self._pending if s.connection == stream.connection]
-            if all(any(isinstance(e, StreamEnd) for e in self._pending[s]) for s in ends):
-                return self._decide(stream.connection, False, "no envelope", batches)
+        held = [s for s in self._pending if (None if s is None else s.connection) == conn]
+        heads = [bytes(self._pending_bytes[s]) for s in held if self._pending_bytes.get(s)]
+        ended = all(any(isinstance(e, StreamEnd) for e in self._pending[s]) for s in held)
+        if not heads and not ended:
+            return []  # nothing to look at yet
+        undecided = False
+        for dissector in self.choice.candidates():
+            verdicts = [dissector.detect(h) for h in heads]
+            if Detection.YES in verdicts:
+                return self._decide(stream, dissector.name, batches=batches)
+            undecided = undecided or Detection.MORE in verdicts
+        # Every direction seen must have said no (or the input is over, or it
+        # is too long to hold) before a connection is given up on; a raw
+        # file is never given up on (see ProtocolChoice.fallback).
+        both = stream is None or len(heads) >= 2
+        longest = max((len(h) for h in heads), default=0)
+        refused = not undecided and (both or longest > DETECT_LIMIT)
+        if ended or refused or longest > UNDECIDED_LIMIT:
+            why = "no protocol recognised" + (f" in {longest} bytes" if longest else "")
+            return self._decide(stream, self.choice.fallback(stream), why, batches)
         return []
 
-    def _decide(self, connection: int, ripple: bool, why: str = "", batches: bool = False) -> list[BatchOutput]:
-        self._verdict[connection] = ripple
-        held = [s for s in self._pending if s.connection == connection]
+    def _decide(
+        self, stream: StreamId | None, protocol: str | None, why: str = "", batches: bool = False
+    ) -> list[BatchOutput]:
+        conn = None if stream is None else stream.connection
+        self._verdict[conn] = protocol
+        held = [s for s in self._pending if (None if s is None else s.connection) == conn]
         out: list[BatchOutput] = []
         for s in held:
             events = self._pending.pop(s)
             self._pending_bytes.pop(s, None)
-            if ripple:
+            if protocol is not None:
                 for e in events:
                     out.extend(self._process(e, batches))
-            else:
-                self.not_ripple[s] = why
+            elif s is not None:
+                self.undecoded[s] = why
         return out
 
     def finish(self, time_ns: int | None = None) -> list[Output]:
@@ -200,10 +290,15 @@ class Demux:
 
     def _finish(self, time_ns: int | None, batches: bool) -> list[BatchOutput]:
         out: list[BatchOutput] = []
-        for conn in sorted({s.connection for s in self._pending}):
-            out.extend(self._decide(conn, False, "no envelope"))
-        for st in self.streams.values():
-            if st.ended is None:
+        for stream in sorted(self._pending, key=lambda s: -1 if s is None else s.connection):
+            if stream in self._pending:
+                why = "no protocol recognised"
+                out.extend(self._decide(stream, self.choice.fallback(stream), why, batches))
+        for st in list(self.streams.values()):
+            if st.ended is None and st.dissector is not None:
+                out.extend(self._process_dissector(st, StreamEnd(st.stream, time_ns, "end of input")))
+            elif st.ended is None:
+                assert st.decoder is not None
                 st.ended = "end of input"
                 lane = st.lane if batches else None
                 if lane is not None or st.checker is not None:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from ripple_cli.analysis.select import Selection
 from ripple_cli.capture.events import StreamId
-from ripple_cli.codec.stream import Message
 from ripple_cli.errors import UsageProblem
+from ripple_cli.flow.items import Decoded
 from ripple_cli.flow.origin import Origin
 
 
@@ -56,7 +56,7 @@ class MessageSelector:
         they must be decoded with their schema, not only validated."""
         return bool(self.selection.keys) or (self.filter is not None and self.filter.needs_decoded_deltas)
 
-    def __call__(self, origin: Origin, msg: Message) -> bool:
+    def __call__(self, origin: Origin, msg: Decoded) -> bool:
         if not self.selection(msg):
             return False
         return self.filter is None or self.filter(origin, msg)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import Message
+from ripple_cli.flow.items import Decoded
 from ripple_cli.flow.origin import Origin
 
 
 class Renderer(Protocol):
-    def message(self, origin: Origin, msg: Message) -> None: ...
+    def message(self, origin: Origin, msg: Decoded) -> None: ...
 
     def problem(self, origin: Origin, problem: Problem) -> None: ...
 

@@ -9,6 +9,7 @@ from ripple_cli.cli.environment import Environment
 from ripple_cli.codec.jsonview import iso_time, message_to_json, problem_to_json
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import Message
+from ripple_cli.flow.items import Decoded
 from ripple_cli.flow.origin import Origin
 
 
@@ -53,8 +54,11 @@ class JsonRenderer:
         self._first = False
         self.env.stdout.write(data)
 
-    def message(self, origin: Origin, msg: Message) -> None:
-        self._emit(message_to_json(msg, origin_json(origin)))
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        if isinstance(msg, Message):
+            self._emit(message_to_json(msg, origin_json(origin)))
+        else:
+            self._emit(msg.to_json(origin_json(origin)))
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         self._emit(problem_to_json(problem, origin_json(origin)))

@@ -29,10 +29,11 @@ from ripple_cli.capture.events import StreamId
 from ripple_cli.cli.environment import Environment
 from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.codec.stream import Message
+from ripple_cli.flow.items import Decoded
 from ripple_cli.flow.origin import Origin
+from ripple_cli.protocols.base import ProtoMessage
 from ripple_cli.render.summary import key_text, output_text, summary
-from ripple_cli.render.table import make_console, time_of_day
+from ripple_cli.render.table import make_console, proto_style, time_of_day
 from ripple_cli.tap.stats import StreamStats, TapStats, Totals
 
 REFRESH = 0.25  # seconds between redraws
@@ -93,7 +94,20 @@ class LiveView:
 
     # -- the renderer interface -------------------------------------------------
 
-    def message(self, origin: Origin, msg: Message) -> None:
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        if isinstance(msg, ProtoMessage):
+            self._latest.append(
+                (
+                    Text(_conn(origin.stream)),
+                    Text(""),
+                    Text("" if origin.time_ns is None else time_of_day(origin.time_ns)),
+                    Text(msg.type, style=proto_style(msg)),
+                    Text(msg.protocol),
+                    Text(""),
+                    Text(msg.summary),
+                )
+            )
+            return
         f = msg.frame
         name = type_name(f.tag)
         self._latest.append(

@@ -6,6 +6,7 @@ from ripple_cli.cli.environment import Environment
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import Message
 from ripple_cli.codec.text import message_to_line, message_to_sexp
+from ripple_cli.flow.items import Decoded
 from ripple_cli.flow.origin import Origin
 from ripple_cli.render.base import problem_text
 from ripple_cli.sexp.write import to_string_hum
@@ -27,15 +28,18 @@ class SexpRenderer:
         self._out: list[bytes] = []
         self._size = 0
 
-    def message(self, origin: Origin, msg: Message) -> None:
-        text = to_string_hum(message_to_sexp(msg)) if self.hum else message_to_line(msg)
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        if isinstance(msg, Message):
+            text = to_string_hum(message_to_sexp(msg)) if self.hum else message_to_line(msg)
+        else:
+            text = msg.hum if self.hum else msg.line
         if self.show_offsets or (self.show_connection and origin.stream is not None):
             # A trailing comment: the line still reads back with `ripple encode`.
             notes = []
             if self.show_connection and origin.stream is not None:
                 notes.append(origin.stream.label.encode())
             if self.show_offsets:
-                notes.append(b"offset %d size %d" % (msg.frame.offset, msg.frame.size))
+                notes.append(b"offset %d size %d" % (msg.offset, msg.size))
             text += b" ; " + b" ".join(notes)
         self._out.append(text)
         self._out.append(b"\n")

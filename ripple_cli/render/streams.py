@@ -13,16 +13,25 @@ def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
     console, stream = make_console(env)
     several = len(demuxes) > 1
     cols = ["source"] if several else []
-    cols += ["stream", "from", "to", "msgs", "bytes", "problems", "first (UTC)", "last (UTC)", "end"]
+    cols += ["stream", "protocol", "from", "to", "msgs", "bytes", "problems", "first (UTC)", "last (UTC)", "end"]
     rows_out: list[list[str]] = []
     for demux in demuxes:
         rows = [
-            (st.stream, str(st.messages), str(st.bytes), str(st.problems), st.first_ns, st.last_ns, st.ended or "")
+            (
+                st.stream,
+                st.protocol,
+                str(st.messages),
+                str(st.bytes),
+                str(st.problems),
+                st.first_ns,
+                st.last_ns,
+                st.ended or "",
+            )
             for st in demux.streams.values()
         ]
-        rows += [(s, "0", "0", "0", None, None, "not Ripple") for s in demux.not_ripple]
+        rows += [(s, "", "0", "0", "0", None, None, why) for s, why in demux.undecoded.items()]
         rows.sort(key=lambda r: (r[0].connection, r[0].direction) if r[0] is not None else (0, ""))
-        for s, msgs, size, problems, first, last, end in rows:
+        for s, protocol, msgs, size, problems, first, last, end in rows:
             if s is None:
                 ident, src, dst = "-", "", ""
             else:
@@ -31,6 +40,7 @@ def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
             cells = [demux.source] if several else []
             cells += [
                 ident,
+                protocol,
                 src,
                 dst,
                 msgs,

@@ -18,8 +18,9 @@ from ripple_cli.cli.environment import Environment
 from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.schema import text
-from ripple_cli.codec.stream import Message
+from ripple_cli.flow.items import Decoded
 from ripple_cli.flow.origin import Origin
+from ripple_cli.protocols.base import ProtoMessage
 from ripple_cli.render.summary import key_text, output_text, summary
 
 _BATCH = 200
@@ -31,6 +32,12 @@ _TYPE_STYLE = {
     "Checkpoint_request": "magenta",
     "Checkpoint_ack": "magenta",
 }
+
+
+def proto_style(msg: ProtoMessage) -> str:
+    from ripple_cli.protocols import registry
+
+    return registry.get(msg.protocol).type_styles.get(msg.type, "yellow")
 
 
 def time_of_day(ns: int) -> str:
@@ -88,7 +95,10 @@ class TableRenderer:
         t.add_column("summary", ratio=1, min_width=12, no_wrap=True, overflow="ellipsis")
         return t
 
-    def message(self, origin: Origin, msg: Message) -> None:
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        if isinstance(msg, ProtoMessage):
+            self._proto(origin, msg)
+            return
         f = msg.frame
         name = type_name(f.tag)
         style = _TYPE_STYLE.get(name, "yellow")
@@ -103,6 +113,25 @@ class TableRenderer:
                 Text(output_text(msg.body)),
                 Text(key_text(msg.body)),
                 Text(summary(msg.body)),
+            )
+        )
+        if len(self._rows) >= _BATCH:
+            self.flush()
+
+    def _proto(self, origin: Origin, msg: ProtoMessage) -> None:
+        """A sibling protocol's message: no envelope, so the capture time,
+        and the protocol's name where Ripple shows the schema."""
+        self._rows.append(
+            (
+                *self._conn(origin),
+                Text(str(msg.offset)),
+                Text(""),
+                Text("" if origin.time_ns is None else time_of_day(origin.time_ns)),
+                Text(msg.type, style=proto_style(msg)),
+                Text(msg.protocol),
+                Text(""),
+                Text(""),
+                Text(msg.summary),
             )
         )
         if len(self._rows) >= _BATCH:

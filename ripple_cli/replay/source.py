@@ -27,6 +27,7 @@ from ripple_cli.codec.stream import DeltaMode, Message
 from ripple_cli.errors import InvalidInput, UsageProblem
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.origin import Origin
+from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
 from ripple_cli.sources.files import display_name
 from ripple_cli.sources.inputs import input_events
 
@@ -100,7 +101,8 @@ def load_recordings(
     # its type is still a problem (StreamDecoder drops it) and is not sent.
     # Without --port, a capture's other connections are told apart by
     # content and left out, as decode does.
-    demux = Demux(name, None, DeltaMode.RAW, max_payload, want=stream_filter(stream), detect=not ports)
+    choice = ProtocolChoice(RIPPLE, ports=frozenset(ports))  # replay sends Ripple envelopes only
+    demux = Demux(name, None, DeltaMode.RAW, max_payload, want=stream_filter(stream), choice=choice)
     recordings: dict[StreamId | None, Recording] = {}
     events = input_events(path, stdin, ports, max_flows)
     first = True
@@ -117,6 +119,7 @@ def load_recordings(
             if isinstance(item, Problem):
                 on_problem(origin, item)
                 continue
+            assert isinstance(item, Message)
             rec = recordings.get(origin.stream)
             if rec is None:
                 label = name if origin.stream is None else f"{name}: {origin.stream.label}"

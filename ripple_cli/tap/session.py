@@ -26,11 +26,10 @@ from typing import Protocol
 
 from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.capture.events import CaptureEvent, StreamEnd, StreamGap, StreamId
-from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import Event, Message
 from ripple_cli.errors import EXIT_INTERRUPTED
 from ripple_cli.flow.demux import Demux, Output
+from ripple_cli.flow.items import Decoded, Item
 from ripple_cli.flow.origin import Origin
 from ripple_cli.render.base import Renderer
 from ripple_cli.tap.queues import DropQueue, End, EventQueue
@@ -42,7 +41,7 @@ from ripple_cli.tap.stats import TapStats
 # costs far more memory than its wire size when it is small.
 BYTES_PER_PRINT_ITEM = 4096
 MIN_PRINT_ITEMS = 10_000
-MessagePredicate = Callable[[Origin, Message], bool]
+MessagePredicate = Callable[[Origin, Decoded], bool]
 NICE = 10  # added to the niceness of the tap's own threads
 _IDLE = 0.05  # seconds: how soon a lone message is flushed, and the live view's tick
 
@@ -89,7 +88,7 @@ class Session:
         self.decode_q = EventQueue(buffer)
         if print_items is None:
             print_items = max(MIN_PRINT_ITEMS, buffer // BYTES_PER_PRINT_ITEM)
-        self.print_q: DropQueue[tuple[Origin, Event]] = DropQueue(print_items, buffer)
+        self.print_q: DropQueue[tuple[Origin, Item]] = DropQueue(print_items, buffer)
         self._record_events: EventQueue | None = None
         self._record_packets: DropQueue[Packet] | None = None
         if recorder is not None:
@@ -229,13 +228,13 @@ class Session:
                 self.stats.event(ev)
                 self._outputs(demux.feed(ev))
                 stream = ev.stream
-                if stream is not None and stream in demux.not_ripple:
-                    self.stats.not_ripple(stream.connection)
+                if stream is not None and stream in demux.undecoded:
+                    self.stats.undecoded(stream.connection)
                 if isinstance(ev, StreamEnd) and stream is not None:
                     self._forget(stream)
             self._outputs(demux.finish())
-            for stream in demux.not_ripple:  # decided at the end, for want of any envelope
-                self.stats.not_ripple(stream.connection)
+            for stream in demux.undecoded:  # decided at the end, for want of any recognised bytes
+                self.stats.undecoded(stream.connection)
         finally:
             self.print_q.close()
 
@@ -247,7 +246,7 @@ class Session:
         if st is None or st.ended is not None:
             streams.pop(stream, None)
             streams.pop(other, None)
-        self.demux.not_ripple.pop(stream, None)
+        self.demux.undecoded.pop(stream, None)
 
     def _outputs(self, outputs: list[Output]) -> None:
         if not outputs:
@@ -261,8 +260,8 @@ class Session:
                 if not done and not q.put((origin, item)):
                     stats.not_shown_problems += 1
                 continue
-            report.message(rep, item, type_name(item.frame.tag))
-            if not done and self.select(origin, item) and not q.put((origin, item), item.frame.size):
+            report.message(rep, item)
+            if not done and self.select(origin, item) and not q.put((origin, item), item.size):
                 stats.not_shown_messages += 1
 
     # -- printer: print queue -> renderer ------------------------------------------

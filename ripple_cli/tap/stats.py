@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 
 from ripple_cli.analysis.sequence import SequenceChecker
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamId, StreamStart
-from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.messages import DeltaMsg, DeltaView, Heartbeat
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
-from ripple_cli.codec.stream import Event
+from ripple_cli.flow.items import Item
 from ripple_cli.flow.origin import Origin
+from ripple_cli.protocols.base import ProtoMessage
 
 KEEP_CLOSED = 256  # closed connections kept for the view; older ones only count in the totals
 
@@ -120,8 +120,8 @@ class TapStats:
                     self._forget_old(stream.connection)
                 self.totals.open_connections = len(self._open)
 
-    def not_ripple(self, connection: int) -> None:
-        """Content detection found no Ripple on this connection (sniffing
+    def undecoded(self, connection: int) -> None:
+        """Content detection found no known protocol on this connection (sniffing
         without --port): it leaves the view and the counts."""
         with self._lock:
             if connection in self._ignored or not any(s.connection == connection for s in self._streams):
@@ -145,7 +145,7 @@ class TapStats:
             for s in [s for s in self._streams if s.connection == old]:
                 del self._streams[s]
 
-    def output(self, origin: Origin, item: Event) -> None:
+    def output(self, origin: Origin, item: Item) -> None:
         stream = origin.stream
         with self._lock:
             st = self._streams.get(stream) if stream is not None else None
@@ -156,16 +156,17 @@ class TapStats:
                     if item.kind == "crc_mismatch":
                         st.crc_errors += 1
                 return
-            f = item.frame
-            name = type_name(f.tag)
+            name = item.type
             self.totals.messages += 1
             self.totals.by_type[name] += 1
             if st is None or stream is None:
                 return
             st.messages += 1
-            st.message_bytes += f.size
+            st.message_bytes += item.size
             st.by_type[name] += 1
-            st.last_seq = f.seq
+            if isinstance(item, ProtoMessage):
+                return
+            st.last_seq = item.frame.seq
             body = item.body
             if isinstance(body, DeltaMsg | DeltaView):
                 st.last_delta = (body.source_output, body.sequence_no)

@@ -71,9 +71,10 @@ def test_list_streams_marks_the_other_traffic(mixed_capture: tuple[Path, dict[in
     path, _sent = mixed_capture
     r = run_cli(["decode", "--list-streams", str(path)], width=200)
     text = r.text
-    assert text.splitlines()[0].split()[:4] == ["stream", "from", "to", "msgs"]
+    assert text.splitlines()[0].split()[:5] == ["stream", "protocol", "from", "to", "msgs"]
     assert text.count(" 300 ") == 2
-    assert text.count("not Ripple") == 2  # both directions of the HTTP connection
+    assert text.count("no protocol recognised") == 2  # both directions of the HTTP connection
+    assert text.count(" ripple ") == 4  # both directions of the two Ripple connections
 
 
 def test_port_option_decodes_everything_on_it(mixed_capture: tuple[Path, dict[int, bytes]]) -> None:

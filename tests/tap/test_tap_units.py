@@ -371,7 +371,7 @@ def test_stats_leave_out_connections_found_not_to_carry_ripple() -> None:
         for c2s in (True, False):
             st.event(StreamStart(_sid(conn, c2s), 0, True))
         st.event(StreamData(_sid(conn, True), b"x" * 10 * conn, 1))
-    st.not_ripple(2)
+    st.undecoded(2)
     st.event(StreamData(_sid(2, True), b"y" * 99, 2))  # ignored from now on
     streams, totals = st.snapshot()
     assert {s.stream.connection for s in streams} == {1}

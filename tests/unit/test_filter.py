@@ -721,7 +721,7 @@ def test_every_field_is_exercised() -> None:
         *("type", "seq", "time_ns", "schema", "flags", "offset", "size"),
         *("output", "key", "sequence_no", "watermark_ns", "delta"),
         *("worker", "load", "checkpoint_id", "ok", "errors"),
-        *("connection", "direction", "src", "dst", "capture_time_ns"),
+        *("connection", "direction", "src", "dst", "capture_time_ns", "protocol"),
     ]
     assert [*names, "field.NAME"] == list(FIELD_NAMES)
     flt = compile_filter(" or ".join([*names, "field.x.y"]))

@@ -14,11 +14,12 @@ from ripple_cli.cli.options import (
     format_option,
     max_payload_option,
     parse_stream_id,
+    protocol_choice,
+    protocol_options,
     schemas_option,
     selection_options,
 )
 from ripple_cli.codec.fast.lane import Batch, LaneKind
-from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import DeltaMode
 from ripple_cli.flow.demux import Demux
@@ -39,6 +40,8 @@ _FLUSH_EVERY = 0.1  # seconds: a live pipe shows messages within this
 @selection_options
 @filter_option
 @capture_options
+@protocol_options
+@click.option("--list-protocols", is_flag=True, help="List the protocols ripple knows, with their ports, and exit.")
 @click.option("--show-offsets", is_flag=True, help="Show each message's byte offset and size.")
 @click.option("--show-connection", is_flag=True, help="Show each message's connection and direction (captures).")
 @click.option("--list-streams", is_flag=True, help="List the connections of the inputs with counts, not messages.")
@@ -58,6 +61,10 @@ def decode(
     ports: tuple[int, ...],
     stream_id: str | None,
     max_flows: int,
+    protocol: str,
+    decode_as: tuple[str, ...],
+    max_inflate: int,
+    list_protocols: bool,
     show_offsets: bool,
     show_connection: bool,
     list_streams: bool,
@@ -68,11 +75,19 @@ def decode(
 
     FILE is a raw stream (envelopes back to back), a pcap or a pcapng; in a
     capture every TCP connection is reassembled and decoded on its own.
+    Each connection's protocol (Ripple or a sibling: --list-protocols) is
+    recognised from its first bytes, unless --protocol or --decode-as says.
     Each message is printed as it is decoded; problems (bad magic, CRC
     mismatch, truncation, capture holes, payloads that do not decode) are
     reported in place and decoding goes on at the next whole envelope.
     Exit status 1 when any problem was seen.
     """
+    if list_protocols:
+        from ripple_cli.render.protocols import print_protocol_list
+
+        print_protocol_list(env)
+        return 0
+    choice = protocol_choice(protocol, decode_as, ports, max_payload, max_inflate)
     registry = load_registry(schemas)
     select = message_predicate(types, outputs, keys, display_filter)
     want_stream = stream_predicate(parse_stream_id(stream_id))
@@ -89,7 +104,7 @@ def decode(
                 DeltaMode.RAW,
                 max_payload,
                 want=want_stream,
-                detect=not ports,
+                choice=choice,
                 lane=LaneKind.COUNT,
             )
             for ev in input_events(path, env.stdin, port_set, max_flows):
@@ -113,7 +128,7 @@ def decode(
         for path in files or ("-",):
             name = display_name(path)
             rep = report.source(name)
-            demux = Demux(name, registry, mode, max_payload, want=want_stream, detect=not ports, lane=lane)
+            demux = Demux(name, registry, mode, max_payload, want=want_stream, choice=choice, lane=lane)
             events = input_events(path, env.stdin, port_set, max_flows)
             # A pipe is watched live: show each message as soon as it is
             # decoded.  A file is read as fast as it goes, output in blocks.
@@ -135,7 +150,7 @@ def decode(
                         report.problem(rep, item)
                         renderer.problem(origin, item)
                         continue
-                    report.message(rep, item, type_name(item.frame.tag))
+                    report.message(rep, item)
                     if count is not None and shown >= count:
                         return report.exit_code
                     if select(origin, item):

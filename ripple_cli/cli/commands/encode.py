@@ -10,7 +10,10 @@ from ripple_cli.codec.errors import EncodeError
 from ripple_cli.codec.schema import SexpShapeError
 from ripple_cli.codec.text import envelope_of_sexp
 from ripple_cli.errors import InvalidInput
+from ripple_cli.protocols import registry as protocols
+from ripple_cli.protocols.base import EncodeError as ProtoEncodeError
 from ripple_cli.sexp.parse import SexpStream, SexpSyntaxError
+from ripple_cli.sexp.tree import Sexp
 from ripple_cli.sources.files import display_name, read_chunks
 from ripple_cli.sources.output import binary_output
 from ripple_cli.sources.schema_files import load_registry
@@ -33,7 +36,9 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
 
     Reads the canonical lines that `ripple decode --format sexp` prints (or
     the indented `hum` form), one message each, and writes their envelopes
-    with CRCs: decode then encode gives back the same bytes.  Deltas take
+    with CRCs: decode then encode gives back the same bytes.  A line whose
+    head names a sibling protocol, e.g. `(lumberjack(Window(...)))`, is
+    written as that protocol's bytes (see ripple-lumberjack(7), ...).  Deltas take
     their schema from Handshake lines earlier in the input or from
     --schemas.  The first invalid message stops with an error naming its
     line and field, and exit status 1; no output file is left behind.
@@ -53,6 +58,14 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
                 raise InvalidInput(f"{name}: {e}") from None
             block = bytearray()
             for line, sexp in items:
+                sibling = _sibling_protocol(sexp)
+                if sibling is not None:
+                    try:
+                        block += protocols.get(sibling).encode(sexp)
+                    except ProtoEncodeError as e:
+                        raise InvalidInput(f"{name}: line {line}: {sibling}: {e}") from None
+                    written += 1
+                    continue
                 try:
                     spec = envelope_of_sexp(sexp, registry)
                     if renumber:
@@ -69,3 +82,13 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
             if chunk is None:
                 break
     return 0
+
+
+def _sibling_protocol(sexp: Sexp) -> str | None:
+    """The protocol a sibling's line names in its head atom, as
+    `(lumberjack(Window(...)))`; None for Ripple's lines."""
+    if isinstance(sexp, list) and sexp and isinstance(sexp[0], bytes):
+        name = sexp[0].decode("ascii", "replace")
+        if name != "ripple" and name in protocols.PROTOCOLS:
+            return name
+    return None

@@ -3,6 +3,7 @@ sniffing an interface."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -17,12 +18,15 @@ from ripple_cli.cli.options import (
     format_option,
     max_payload_option,
     parse_stream_id,
+    protocol_choice,
+    protocol_options,
     schemas_option,
     selection_options,
 )
 from ripple_cli.codec.stream import DeltaMode
 from ripple_cli.errors import UsageProblem
 from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.protocol_choice import RIPPLE
 from ripple_cli.flow.select import message_predicate, stream_predicate
 from ripple_cli.render import FORMATS, default_format, make_renderer
 from ripple_cli.render.base import Renderer
@@ -56,6 +60,7 @@ class HostPortType(click.ParamType):  # type: ignore[type-arg]
 @selection_options
 @filter_option
 @capture_options
+@protocol_options
 @click.option("--show-connection", is_flag=True, help="Show each message's connection and direction.")
 @max_payload_option
 @click.option(
@@ -99,6 +104,9 @@ def tap(
     ports: tuple[int, ...],
     stream_id: str | None,
     max_flows: int,
+    protocol: str,
+    decode_as: tuple[str, ...],
+    max_inflate: int,
     show_connection: bool,
     max_payload: int,
     max_connections: int,
@@ -106,7 +114,7 @@ def tap(
     rotate: tuple[str, ...],
     buffer: int,
 ) -> int:
-    """Decode Ripple traffic live: as a proxy (--listen, --upstream) or by
+    """Decode Ripple (and sibling protocols') traffic live: as a proxy (--listen, --upstream) or by
     sniffing an interface (-i).
 
     As a proxy, every connection to --listen is relayed to --upstream, its
@@ -141,10 +149,13 @@ def tap(
     else:
         printer = make_renderer(fmt, env, False, show_connection)
     # Sniffing sees every connection: as decode does with a capture, those
-    # that show no Ripple are left alone, unless --port says which carry it.
-    # A proxy's connections are all meant to be Ripple.
-    detect = isinstance(source, SniffSource) and not ports
-    demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want, detect=detect)
+    # that show no known protocol are left alone, unless --port says which
+    # to decode.  A proxy's connections are all meant to be decoded: as
+    # --protocol says, else as what their first bytes show, else as Ripple.
+    choice = protocol_choice(protocol, decode_as, ports, max_payload, max_inflate)
+    if not isinstance(source, SniffSource):
+        choice = replace(choice, undetected=RIPPLE if choice.auto else choice.protocol)
+    demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want, choice=choice)
     session = Session(source, demux, select, printer, stats, Report(), count=count, buffer=buffer, recorder=recorder)
 
     def started(title: str) -> None:

@@ -13,11 +13,12 @@ from ripple_cli.cli.options import (
     format_option,
     max_payload_option,
     parse_stream_id,
+    protocol_choice,
+    protocol_options,
     schemas_option,
     strict_option,
 )
 from ripple_cli.codec.fast.lane import Batch, LaneKind
-from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import DeltaMode
 from ripple_cli.errors import EXIT_UNREADABLE, InputUnreadable
@@ -37,6 +38,7 @@ from ripple_cli.sources.schema_files import load_registry
 @strict_option
 @filter_option
 @capture_options
+@protocol_options
 @max_payload_option
 @click.pass_obj
 def verify(
@@ -50,9 +52,15 @@ def verify(
     ports: tuple[int, ...],
     stream_id: str | None,
     max_flows: int,
+    protocol: str,
+    decode_as: tuple[str, ...],
+    max_inflate: int,
     max_payload: int,
 ) -> int:
     """Check every envelope and every stream rule of Ripple streams and captures.
+
+    Sibling protocols (--list-protocols) are checked by their own rules,
+    listed in their man pages (ripple-lumberjack(7), ...).
 
     Per envelope: magic, version, payload length, CRC, the payload decodes
     exactly, the type is known, a Delta's schema is known (and its key and
@@ -65,6 +73,7 @@ def verify(
 
     Exit status: 0 clean, 1 problems found, 3 an input could not be read.
     """
+    choice = protocol_choice(protocol, decode_as, ports, max_payload, max_inflate)
     registry = load_registry(schemas)
     select = message_predicate(display_filter=display_filter) if display_filter else None
     want_stream = stream_predicate(parse_stream_id(stream_id))
@@ -78,9 +87,7 @@ def verify(
         # Without -Y no message is looked at one by one: the fast lane
         # (when built) counts and checks the boring envelopes in bulk.
         lane = LaneKind.COUNT if select is None else None
-        demux = Demux(
-            name, registry, mode, max_payload, check_rules=True, want=want_stream, detect=not ports, lane=lane
-        )
+        demux = Demux(name, registry, mode, max_payload, check_rules=True, want=want_stream, choice=choice, lane=lane)
         # With -Y, a problem that belongs to a message (it has a seq) is kept
         # only when that message matches; it comes just before the message
         # (payload) or just after it (stream rules), at the same offset.
@@ -114,7 +121,7 @@ def verify(
                             report.problem(prep, p)
                     pending.clear()
                     if matched:
-                        report.message(rep, item, type_name(item.frame.tag))
+                        report.message(rep, item)
                 if event is None:
                     break
             for prep, p in pending:

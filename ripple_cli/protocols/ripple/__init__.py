@@ -7,7 +7,7 @@ protocol selection treat Ripple like the others.
 
 from __future__ import annotations
 
-from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, HEADER_SIZE, MAGIC, OVERHEAD
 from ripple_cli.codec.framing import find_envelope
 from ripple_cli.protocols.base import (
     Detection,
@@ -21,6 +21,16 @@ from ripple_cli.sexp.tree import Sexp
 DETECT_LIMIT = 1 << 20  # bytes a direction may show before it is judged not Ripple
 
 
+def _wanted(head: bytes) -> int:
+    """How many bytes the last plausible envelope header in `head` needs, so
+    that a large first envelope is waited for rather than missed."""
+    p = head.rfind(MAGIC)
+    if p < 0 or len(head) - p < HEADER_SIZE:
+        return 0
+    length = int.from_bytes(head[p + HEADER_SIZE - 4 : p + HEADER_SIZE], "little", signed=True)
+    return p + OVERHEAD + length if 0 <= length <= DEFAULT_MAX_PAYLOAD else 0
+
+
 class RippleDissector(Dissector):
     name = "ripple"
     title = "Ripple worker envelopes (bin_prot payloads, CRC-32C)"
@@ -32,7 +42,7 @@ class RippleDissector(Dissector):
         # CRC in the first MiB decides it.
         if find_envelope(head, DEFAULT_MAX_PAYLOAD) is not None:
             return Detection.YES
-        return Detection.NO if len(head) > DETECT_LIMIT else Detection.MORE
+        return Detection.NO if len(head) > max(DETECT_LIMIT, _wanted(head)) else Detection.MORE
 
     def stream(self, options: DissectOptions, from_client: bool | None) -> StreamDissector:
         raise NotImplementedError("Ripple streams are decoded by codec.stream.StreamDecoder")
