@@ -231,6 +231,7 @@ class Demux:
             st.bytes += item.size
             st.by_type[item.type] = st.by_type.get(item.type, 0) + 1
             if analyzer is not None:
+                analyzer.time_ns = time_ns
                 for p in analyzer.observe(from_client, item):
                     st.problems += 1
                     out.append((origin, p))

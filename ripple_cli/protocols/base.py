@@ -119,6 +119,10 @@ class StreamDissector(ABC):
 class ConnectionAnalyzer(ABC):
     """Rules across one connection (both directions), for `verify`."""
 
+    # The capture time of the message being observed (None: not a capture),
+    # set by the caller before each `observe`, for latencies and silences.
+    time_ns: int | None = None
+
     @abstractmethod
     def observe(self, from_client: bool | None, msg: ProtoMessage) -> list[Problem]:
         """A message, in capture order.  `from_client` is None for a raw
