@@ -80,7 +80,10 @@ class ProtoMessage:
         return to_string_hum(self.text)
 
     def to_json(self, context: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = dict(context)
+        """The JSON object of `decode -F json`: shape version 1 as Ripple's
+        messages, then where it came from, then what it is, then `fields`."""
+        out: dict[str, Any] = {"v": 1}
+        out.update(context)
         out.update(protocol=self.protocol, offset=self.offset, size=self.size, type=self.type)
         out.update(self.fields)
         return out

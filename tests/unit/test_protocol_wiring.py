@@ -73,7 +73,9 @@ def test_capture_connections_get_their_own_protocols(mixed: Path) -> None:
         (2, "s2c", "Hello", None),
         (2, "s2c", "Msg", 1),
     ]
+    assert list(rows[0])[:2] == ["v", "source"]
     assert rows[0] == {
+        "v": 1,
         "source": str(mixed),
         "connection": 2,
         "direction": "c2s",
