@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-pure lint unit interop bench system-deps clean
+.PHONY: demo test test-pure lint unit interop bench system-deps npm-peers clean
 
 # setup.py and the C sources: reinstalling rebuilds the fast lane's extension.
 $(STAMP): pyproject.toml setup.py $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h)
@@ -28,12 +28,16 @@ demo: $(STAMP)
 system-deps:
 	./scripts/system-deps.sh
 
+# The real Lumberjack writers (npm) the protocol tests run.
+npm-peers:
+	./scripts/npm-peers.sh
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: $(STAMP) system-deps lint
+test: $(STAMP) system-deps npm-peers lint
 	$(BIN)/python -m pytest -q
 
 # The same suites without the C fast lane (its output must not differ).

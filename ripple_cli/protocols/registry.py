@@ -14,6 +14,7 @@ from ripple_cli.protocols.base import Dissector
 # name -> "module:ClassName"; the order is the order of --list-protocols.
 PROTOCOLS: dict[str, str] = {
     "ripple": "ripple_cli.protocols.ripple:RippleDissector",
+    "lumberjack": "ripple_cli.protocols.lumberjack:LumberjackDissector",
 }
 
 AUTO = "auto"

@@ -1,0 +1,364 @@
+"""`LumberjackAnalyzer`: the rules of one Lumberjack connection, both sides.
+
+The writer announces a batch with `W n` and sends n events (`D` in v1, `J`
+in v2, bare or inside `C` frames); the reader acknowledges with `A`.  Real
+readers ack in one of two styles, and both are accepted:
+- go-lumber: the ack is the number of events of the batch acknowledged;
+- logstash-input-beats (and the old Ruby server): the ack is the highest
+  seq seen, and in v1 it may cover several batches (a bulk ack).
+In v2 the two agree (seq restarts at 1 in every batch).  In v1, where seq
+runs on across the connection, the style is learnt from the first ack that
+only one of them explains.  An ack smaller than the batch is partial
+progress; `A 0` is a keepalive (sent with version 2 even on a v1
+connection by logstash-input-beats), or the ack of an empty batch (`W 0`).
+
+A v1 writer may keep sending past its window without a new `W`
+(lumberjack-protocol sends one `W` per connection): the events then form
+batches of the same size, as the original Ruby reader treated them.  In v2
+an event that no `W` made room for is an error (go-lumber refuses it).
+
+Each direction's role is fixed by its first frame (writer frames or acks),
+so a capture that guessed the client wrongly is still read right; a raw
+file (from_client None) is taken by frame type alone.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ripple_cli.codec.problems import Problem, Severity
+from ripple_cli.protocols.base import ConnectionAnalyzer, ProtoMessage
+from ripple_cli.protocols.lumberjack.wire import U32_MAX
+
+ANALYSIS_KINDS: Mapping[str, str] = {
+    "wrong_direction": "a writer frame (W, D, J, C) on the side that acks, or an ack on the writer's side",
+    "version_mismatch": "a frame whose version is not the connection's (a version 2 keepalive on v1 is accepted)",
+    "window_in_compressed": "a W frame inside a C frame (go-lumber refuses it, logstash-input-beats accepts it)",
+    "json_in_v1_batch": "a J frame in a batch opened by a version 1 W",
+    "data_in_v2_batch": "a D frame in a batch opened by a version 2 W",
+    "empty_event": "a D frame without pairs or a J frame without payload (logstash-input-beats rejects both)",
+    "event_outside_batch": "an event that no W made room for (an error in v2; a warning in v1, before any W)",
+    "batch_incomplete": "a new W, or in v2 the end of the connection, before the batch had all its events (a warning)",
+    "seq_order": "an event seq out of order: v2 counts each batch from 1, v1 counts the connection's events",
+    "ack_above_batch": "an ack above the batch it answers: neither a count of its events nor one of their seqs",
+    "ack_unseen": "an ack for more events than were sent",
+    "ack_backwards": "an ack below an earlier ack of the same batch",
+    "unexpected_ack": "an ack (not 0) while no batch waits for one",
+    "unacked_at_close": "events never acknowledged when the connection closed (a warning)",
+}
+
+WRITER = "writer"
+READER = "reader"
+EVENTS = frozenset(("Data", "Json"))
+
+
+@dataclass
+class Batch:
+    offset: int  # of its W (or of its first event, when no W opened it)
+    version: int
+    count: int | None  # events announced; None when no W said
+    seqs: list[int] = field(default_factory=list)  # the events' seqs, as they came
+    acked: int = 0  # events acknowledged, from the first
+    closed: bool = False  # no more events join it
+    opaque: bool = False  # some of its events could not be seen: its counts are not judged
+
+    @property
+    def full(self) -> bool:
+        return self.count is not None and len(self.seqs) >= self.count
+
+    def describe(self) -> str:
+        size = f"W {self.count}" if self.count is not None else "no W"
+        return f"the batch at offset {self.offset} ({size})"
+
+
+class LumberjackAnalyzer(ConnectionAnalyzer):
+    def __init__(self) -> None:
+        self.roles: dict[bool, str] = {}  # from_client -> the role its frames showed
+        self.version: int | None = None  # the writer's version
+        self.batches: deque[Batch] = deque()  # not yet fully acknowledged, oldest first
+        self.current: Batch | None = None  # the batch events join
+        self.style: str | None = None  # v1: "count" or "seq", once an ack tells
+        self.last_seq: int | None = None  # v1: the previous event's seq
+        self.windows: list[tuple[int, int]] = []  # (offset, count) of every W: the window over time
+        self.acks = 0
+        self.keepalives = 0
+        self.events = 0
+        self.connection = False  # a real connection (not a raw file)
+        self._outside_reported = False
+
+    # ------------------------------------------------------------ entry points
+
+    def observe(self, from_client: bool | None, msg: ProtoMessage) -> list[Problem]:
+        out: list[Problem] = []
+        role = READER if msg.type == "Ack" else WRITER
+        if from_client is not None:
+            self.connection = True
+            if not self._role_ok(from_client, role, msg, out):
+                return out
+        if msg.fields.get("after_damage"):
+            self._damaged(role)
+        if msg.type == "Ack":
+            self._ack(msg, out)
+        elif msg.type == "Window":
+            self._window(msg, out)
+        elif msg.type in EVENTS:
+            self._event(msg, out)
+        elif msg.type == "Compressed":
+            self._writer_version(msg, out)
+            if msg.fields.get("inflated_size") is None and self.current is not None:
+                self.current.opaque = True  # its events are in bytes that could not be inflated
+        return out
+
+    def close(self) -> list[Problem]:
+        out: list[Problem] = []
+        cur = self.current
+        if cur is not None and cur.version == 2 and not cur.closed and not cur.full and not cur.opaque:
+            out.append(
+                Problem(
+                    cur.offset,
+                    "batch_incomplete",
+                    f"{cur.describe()} had {len(cur.seqs)} of its events when the connection closed",
+                    severity=Severity.WARNING,
+                )
+            )
+        # A raw file shows one side only: acks are not expected in it.
+        if self.connection or self.acks:
+            waiting = [b for b in self.batches if len(b.seqs) > b.acked]
+            if waiting:
+                n = sum(len(b.seqs) - b.acked for b in waiting)
+                which = waiting[0].describe()
+                if len(waiting) > 1:
+                    which = f"{len(waiting)} batches, from {which}"
+                out.append(
+                    Problem(
+                        waiting[0].offset,
+                        "unacked_at_close",
+                        f"{n} events never acknowledged at the end of the connection: {which}",
+                        severity=Severity.WARNING,
+                        extra={"events": n},
+                    )
+                )
+        return out
+
+    # ------------------------------------------------------------ the writer
+
+    def _role_ok(self, from_client: bool, role: str, msg: ProtoMessage, out: list[Problem]) -> bool:
+        mine = self.roles.get(from_client)
+        other = self.roles.get(not from_client)
+        if mine is None and other != role:
+            self.roles[from_client] = role
+            return True
+        if mine == role:
+            return True
+        side = "client" if from_client else "server"
+        owner = "acks" if role == WRITER else "the writer's frames"
+        out.append(
+            Problem(msg.offset, "wrong_direction", f"a {msg.type} frame from the {side}, the side that sends {owner}")
+        )
+        return False
+
+    def _writer_version(self, msg: ProtoMessage, out: list[Problem]) -> None:
+        version = msg.fields["version"]
+        if self.version is None:
+            self.version = version
+        elif version != self.version:
+            out.append(
+                Problem(
+                    msg.offset,
+                    "version_mismatch",
+                    f"a version {version} {msg.type} frame on a version {self.version} connection",
+                )
+            )
+
+    def _window(self, msg: ProtoMessage, out: list[Problem]) -> None:
+        self._writer_version(msg, out)
+        count = msg.fields["count"]
+        if "in_compressed" in msg.fields:
+            out.append(
+                Problem(msg.offset, "window_in_compressed", f"W {count} inside the C frame at offset {msg.offset}")
+            )
+        cur = self.current
+        if cur is not None and not cur.closed and cur.count is not None and not cur.full and not cur.opaque:
+            out.append(
+                Problem(
+                    msg.offset,
+                    "batch_incomplete",
+                    f"a new W came before {cur.describe()} had its events ({len(cur.seqs)} came)",
+                    severity=Severity.WARNING,
+                )
+            )
+        if cur is not None:
+            cur.closed = True
+        self.windows.append((msg.offset, count))
+        self._outside_reported = False
+        batch = Batch(msg.offset, msg.fields["version"], count, closed=count == 0)
+        self.batches.append(batch)
+        self.current = batch
+
+    def _event(self, msg: ProtoMessage, out: list[Problem]) -> None:
+        self._writer_version(msg, out)
+        self.events += 1
+        version = msg.fields["version"]
+        seq = msg.fields["seq"]
+        letter = "J" if msg.type == "Json" else "D"
+        if (msg.type == "Data" and msg.fields["pairs"] == 0) or (msg.type == "Json" and msg.fields["length"] == 0):
+            what = "no pairs" if msg.type == "Data" else "an empty payload"
+            out.append(Problem(msg.offset, "empty_event", f"{letter} frame seq {seq} with {what}"))
+        batch = self._batch_for(msg, version, letter, seq, out)
+        if batch.version == 1 and msg.type == "Json":
+            out.append(Problem(msg.offset, "json_in_v1_batch", f"J frame seq {seq} in {batch.describe()}, a v1 batch"))
+        elif batch.version == 2 and msg.type == "Data":
+            out.append(Problem(msg.offset, "data_in_v2_batch", f"D frame seq {seq} in {batch.describe()}, a v2 batch"))
+        if not batch.opaque:
+            self._check_seq(msg, batch, letter, seq, out)
+        if batch.version == 1:
+            self.last_seq = seq
+        batch.seqs.append(seq)
+        if batch.full:
+            batch.closed = True
+
+    def _batch_for(self, msg: ProtoMessage, version: int, letter: str, seq: int, out: list[Problem]) -> Batch:
+        """The batch this event joins, opening one when none has room."""
+        cur = self.current
+        if cur is not None and not cur.closed:
+            return cur
+        if cur is not None and cur.version == 1 and cur.count:
+            # v1 past its window without a new W: a batch of the same size.
+            batch = Batch(msg.offset, 1, cur.count)
+        else:
+            batch = Batch(msg.offset, version, None, opaque=True)
+            if not self._outside_reported:
+                # Once per run of such events: the first says it all.
+                self._outside_reported = True
+                after = f"after {cur.describe()} was complete" if cur is not None else "before any W"
+                sev = Severity.ERROR if version == 2 else Severity.WARNING
+                out.append(
+                    Problem(msg.offset, "event_outside_batch", f"{letter} frame seq {seq} {after}", severity=sev)
+                )
+        self.batches.append(batch)
+        self.current = batch
+        return batch
+
+    def _check_seq(self, msg: ProtoMessage, batch: Batch, letter: str, seq: int, out: list[Problem]) -> None:
+        if batch.version == 2:
+            want = len(batch.seqs) + 1
+            if seq != want:
+                out.append(
+                    Problem(
+                        msg.offset,
+                        "seq_order",
+                        f"{letter} frame seq {seq}, expected {want} (v2 counts each batch's events from 1)",
+                    )
+                )
+        elif self.last_seq is not None:
+            want = (self.last_seq + 1) & U32_MAX
+            if seq != want:
+                out.append(
+                    Problem(
+                        msg.offset,
+                        "seq_order",
+                        f"{letter} frame seq {seq}, expected {want} (v1 counts the connection's events, wrapping to 0)",
+                    )
+                )
+
+    def _damaged(self, role: str) -> None:
+        # Frames were lost: what they held (events, acks) is unknown.
+        if role == WRITER:
+            if self.current is not None:
+                self.current.opaque = True
+            self.last_seq = None
+        else:
+            self.batches.clear()
+            self.current = None
+
+    # ------------------------------------------------------------ the reader
+
+    def _ack(self, msg: ProtoMessage, out: list[Problem]) -> None:
+        self.acks += 1
+        version, a = msg.fields["version"], msg.fields["seq"]
+        if self.version is not None and version != self.version and not (version == 2 and a == 0):
+            detail = f"a version {version} ack on a version {self.version} connection"
+            out.append(Problem(msg.offset, "version_mismatch", detail))
+        v1 = (self.version or version) == 1
+        # Empty batches first: logstash-input-beats acks a W 0 with A 0, go-lumber never acks it.
+        if a == 0 and self.batches and self.batches[0].count == 0:
+            self.batches.popleft()
+            return
+        while self.batches and self.batches[0].count == 0:
+            self.batches.popleft()
+        found = self._find_seq(a) if v1 else None
+        if a == 0 and found is None:
+            self.keepalives += 1
+            return
+        if not self.batches:
+            if self.events or self.windows:  # a capture that starts mid-connection may show acks for unseen events
+                out.append(Problem(msg.offset, "unexpected_ack", f"ack {a} while no batch waits for one"))
+            return
+        front = self.batches[0]
+        if front.opaque:
+            self._ack_opaque(front, a, found)
+            return
+        by_count = a if front.count is not None and a <= front.count else None
+        if v1 and found is not None and (by_count is None or self.style != "count"):
+            if by_count is None:
+                self.style = "seq"
+            index, k = found
+            for _ in range(index):  # a bulk ack: the batches before are acknowledged whole
+                self.batches.popleft()
+            self._apply(self.batches[0], k, a, msg, out)
+            return
+        if by_count is None:
+            seqs = f", seqs {front.seqs[0]}..{front.seqs[-1]}" if front.seqs and v1 else ""
+            out.append(Problem(msg.offset, "ack_above_batch", f"ack {a} is above {front.describe()}{seqs}"))
+            return
+        if v1 and found is None and front.seqs:
+            self.style = "count"
+        self._apply(front, by_count, a, msg, out)
+
+    def _find_seq(self, a: int) -> tuple[int, int] | None:
+        """(index of the batch, events acknowledged in it) if `a` is the seq
+        of an event of a batch still waiting (v1: seqs are unique on a
+        connection, until they wrap after 2^32 events)."""
+        for index, batch in enumerate(self.batches):
+            for k, seq in enumerate(batch.seqs):
+                if seq == a:
+                    return index, k + 1
+        return None
+
+    def _ack_opaque(self, front: Batch, a: int, found: tuple[int, int] | None) -> None:
+        # Events of this batch went unseen: take the ack at its word.
+        if found is not None:
+            for _ in range(found[0]):
+                self.batches.popleft()
+            front = self.batches[0]
+            front.acked = max(front.acked, found[1])
+        elif front.count is None or a >= front.count:
+            front.acked = len(front.seqs)
+            front.closed = True
+        if front.closed and front.acked >= len(front.seqs):
+            self.batches.popleft()
+
+    def _apply(self, batch: Batch, k: int, a: int, msg: ProtoMessage, out: list[Problem]) -> None:
+        if k < batch.acked:
+            out.append(
+                Problem(
+                    msg.offset,
+                    "ack_backwards",
+                    f"ack {a} acknowledges {k} events of {batch.describe()}, {batch.acked} were already",
+                )
+            )
+            return
+        if k > len(batch.seqs):
+            out.append(
+                Problem(
+                    msg.offset,
+                    "ack_unseen",
+                    f"ack {a} acknowledges {k} events of {batch.describe()}, {len(batch.seqs)} were sent",
+                )
+            )
+            k = len(batch.seqs)
+        batch.acked = k
+        if batch.closed and batch.acked >= len(batch.seqs):
+            self.batches.popleft()

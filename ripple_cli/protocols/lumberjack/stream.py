@@ -1,0 +1,329 @@
+"""`LumberjackStream`: one direction of a Lumberjack connection, bytes in any
+chunking -> messages and problems.
+
+Buffering: only the frame not yet complete is held, and a frame's length
+is checked against `--max-payload` before its bytes are waited for.  A `C`
+frame is inflated within `--max-inflate` (shared by the frames nested in
+it), and the frames inside it are decoded and emitted after it, each with
+`in_compressed` (the offset of the outermost `C` frame) and size 0: they
+take no bytes of the stream of their own.
+
+Damage (a byte that starts no frame, a length above the bound, a capture
+hole) opens a damaged region that closes at the next offset where a
+plausible whole frame starts (see plausible.py): one problem for the
+region, with the bytes skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ripple_cli.codec.problems import Problem
+from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, StreamDissector, json_bytes
+from ripple_cli.protocols.lumberjack.inflate import inflate
+from ripple_cli.protocols.lumberjack.plausible import (
+    ALL_TYPES,
+    MAX_PLAUSIBLE_KEY,
+    Verdict,
+    header,
+)
+from ripple_cli.protocols.lumberjack.text import NAMES, frame_sexp
+from ripple_cli.protocols.lumberjack.view import fields_of, parse_json, summary_of
+from ripple_cli.protocols.lumberjack.wire import (
+    ACK,
+    DATA,
+    TYPE_LETTERS,
+    WRITER_TYPES,
+    Compressed,
+    Data,
+    DataScan,
+    Frame,
+    Invalid,
+    Json,
+    Need,
+    Window,
+    is_writer,
+    read_frame,
+)
+
+PROTOCOL = "lumberjack"
+MAX_NESTING = 16  # C frames inside C frames: real writers nest none; the readers recurse without a bound
+MAX_INNER_FRAMES = 1 << 16  # frames per outermost C frame (go-lumber caps a batch at 10000 events)
+_CANDIDATE = re.compile(rb"[12][WDJCA]")
+
+
+@dataclass(slots=True)
+class _Budget:
+    """What one outermost C frame may still inflate to, nested frames included."""
+
+    bytes: int
+    frames: int
+
+
+class LumberjackStream(StreamDissector):
+    def __init__(self, options: DissectOptions, from_client: bool | None) -> None:
+        self.options = options
+        self._buf = bytearray()
+        self._pos = 0  # index in _buf of the first byte not yet decoded
+        self._base = 0  # stream offset of _buf[0]
+        self._scan: DataScan | None = None  # a D frame read in part, at _pos
+        # An open damaged region: (stream offset, kind, detail).
+        self._damage: tuple[int, str, str] | None = None
+        # The kinds of frame this direction carries, learnt from its first
+        # frame (or from the side of the connection): resync looks for those.
+        self._types = ALL_TYPES if from_client is None else (WRITER_TYPES if from_client else frozenset((ACK,)))
+        self._learnt = False
+        self._version: int | None = None  # of the writer's frames, once seen
+        self._windows = 0
+        self._last_window: int | None = None
+        self._after_damage = False  # the next message is the first after damage
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held, waiting for the rest of a frame (or for resync)."""
+        return len(self._buf) - self._pos
+
+    # ------------------------------------------------------------ the contract
+
+    def feed(self, data: bytes) -> list[Item]:
+        self._buf += data
+        out: list[Item] = []
+        self._run(out, final=False)
+        self._compact()
+        return out
+
+    def gap(self, size: int) -> list[Item]:
+        out: list[Item] = []
+        self._run(out, final=False)
+        hole_at = self._base + len(self._buf)
+        detail = f"{size} bytes missing from the stream at offset {hole_at}"
+        if self._damage is not None:
+            start, kind, first = self._damage
+            self._damage = (start, kind, f"{first}; then {detail}")
+        else:
+            self._damage = (self._base + self._pos, "gap", detail)
+        self._base = hole_at + size
+        self._buf = bytearray()
+        self._pos = 0
+        self._scan = None
+        return out
+
+    def finish(self) -> list[Item]:
+        out: list[Item] = []
+        self._run(out, final=True)
+        self._base += len(self._buf)
+        self._buf = bytearray()
+        self._pos = 0
+        return out
+
+    # ------------------------------------------------------------ framing
+
+    def _compact(self) -> None:
+        if self._pos:
+            del self._buf[: self._pos]
+            self._base += self._pos
+            self._pos = 0
+
+    def _run(self, out: list[Item], final: bool) -> None:
+        buf, n, p = self._buf, len(self._buf), self._pos
+        limit = self.options.max_payload
+        while p < n:
+            if self._damage is not None:
+                m = _CANDIDATE.search(buf, p)
+                if m is None:
+                    # A version byte at the very end may start a frame.
+                    p = n if final or buf[n - 1] not in b"12" else n - 1
+                    break
+                p = m.start()
+                verdict = self._candidate(p, n, final)
+                if verdict is Verdict.MORE:
+                    break
+                if verdict is Verdict.NO:
+                    p += 1
+                    continue
+                self._close_damage(p, out)
+                continue
+            if self._scan is None and n - p > 1 and buf[p + 1] == DATA:
+                self._scan = DataScan()  # read pair by pair, keeping its progress across chunks
+            r = read_frame(buf, p, n, limit, self._scan)
+            if isinstance(r, Need):
+                if not final:
+                    break
+                self._scan = None
+                self._damage = (self._base + p, "truncated", self._truncated(p, n, r))
+                p += 1
+                continue
+            self._scan = None
+            if isinstance(r, Invalid):
+                self._damage = (self._base + p, r.kind, r.detail)
+                p += 1
+                continue
+            frame, end = r
+            self._emit(frame, self._base + p, end - p, out)
+            p = end
+        if final and self._damage is not None:
+            self._close_damage(n, out)
+        self._pos = p
+
+    def _truncated(self, p: int, n: int, need: Need) -> str:
+        letter = TYPE_LETTERS.get(self._buf[p + 1], "?") if n - p > 1 else "?"
+        if letter == "D" and n - p >= 10:
+            return f"the stream ends inside a D frame ({n - p} bytes of it, its pairs incomplete)"
+        return f"the stream ends inside a {letter} frame: it needs {need.total} bytes, {n - p} remain"
+
+    def _candidate(self, p: int, n: int, final: bool) -> Verdict:
+        """Is there a plausible whole frame at p, of the kinds this
+        direction carries?  MORE: not enough bytes yet."""
+        verdict, _end = header(self._buf, p, n, self._types, self.options.max_payload)
+        if verdict is not Verdict.YES:
+            return Verdict.NO if verdict is Verdict.NO or final else Verdict.MORE
+        r = read_frame(self._buf, p, n, self.options.max_payload)
+        if isinstance(r, Need):
+            return Verdict.NO if final else Verdict.MORE
+        if isinstance(r, Invalid):
+            return Verdict.NO
+        frame = r[0]
+        if is_writer(frame) and self._version is not None and frame.version != self._version:
+            return Verdict.NO
+        if isinstance(frame, Data) and not all(_plausible_key(k) for k, _v in frame.pairs):
+            return Verdict.NO
+        return Verdict.YES
+
+    def _close_damage(self, p: int, out: list[Item]) -> None:
+        assert self._damage is not None
+        start, kind, detail = self._damage
+        self._damage = None
+        out.append(Problem(start, kind, detail, skipped=self._base + p - start))
+        self._after_damage = True
+
+    # ------------------------------------------------------------ messages
+
+    def _emit(self, frame: Frame, offset: int, size: int, out: list[Item]) -> None:
+        if not self._learnt:
+            self._learnt = True
+            self._types = WRITER_TYPES if is_writer(frame) else frozenset((ACK,))
+        if is_writer(frame) and self._version is None:
+            self._version = frame.version
+        if isinstance(frame, Compressed):
+            self._compressed(frame, offset, size, None, _Budget(self.options.max_inflate, MAX_INNER_FRAMES), 0, out)
+        else:
+            self._simple(frame, offset, size, None, out)
+
+    def _message(self, frame: Frame, offset: int, size: int, inside: int | None, extra: dict[str, Any]) -> ProtoMessage:
+        if self._after_damage:
+            self._after_damage = False
+            extra["after_damage"] = True  # the analysis cannot count what the damage took
+        fields = fields_of(frame, inside, extra)
+        return ProtoMessage(
+            PROTOCOL,
+            offset,
+            size,
+            NAMES[type(frame)],
+            frame_sexp(frame, inside),
+            fields,
+            summary_of(frame, fields),
+            direction="writer" if is_writer(frame) else "reader",
+        )
+
+    def _simple(self, frame: Frame, offset: int, size: int, inside: int | None, out: list[Item]) -> None:
+        extra: dict[str, Any] = {}
+        problem: Problem | None = None
+        if isinstance(frame, Window):
+            self._windows += 1
+            extra.update(batch=self._windows, previous_count=self._last_window)
+            self._last_window = frame.count
+        elif isinstance(frame, Json):
+            value, why = parse_json(frame.payload) if frame.payload else (None, None)
+            extra["event"] = value
+            if why is not None:
+                extra["payload"] = json_bytes(frame.payload)
+                where = f" in the C frame at offset {inside}" if inside is not None else ""
+                problem = Problem(offset, "bad_json", f"J frame seq {frame.seq}{where}: invalid JSON: {why}")
+        out.append(self._message(frame, offset, size, inside, extra))
+        if problem is not None:
+            out.append(problem)
+
+    def _compressed(
+        self,
+        frame: Compressed,
+        offset: int,
+        size: int,
+        inside: int | None,
+        budget: _Budget,
+        depth: int,
+        out: list[Item],
+    ) -> None:
+        """A C frame, then the frames it holds (recursively), then what is
+        wrong with its zlib data."""
+        top = offset if inside is None else inside
+        where = f"the C frame at offset {top}" + (f" (nested {depth} deep)" if depth else "")
+        inner: list[Item] = []
+        problems: list[Problem] = []
+        extra: dict[str, Any] = {"inflated_size": None, "frames": None}
+        if depth >= MAX_NESTING:
+            problems.append(Problem(top, "inflate_limit", f"{where}: C frames nested more than {MAX_NESTING} deep"))
+        else:
+            inflated = inflate(frame.payload, budget.bytes)
+            if inflated.over:
+                problems.append(
+                    Problem(
+                        top,
+                        "inflate_limit",
+                        f"{where} inflates to more than {self.options.max_inflate} bytes (--max-inflate)",
+                        extra={"limit": self.options.max_inflate},
+                    )
+                )
+            else:
+                budget.bytes -= len(inflated.data)
+                extra.update(inflated_size=len(inflated.data))
+                extra["frames"] = self._inner(inflated.data, top, where, budget, depth, inner)
+                if inflated.error is not None:
+                    problems.append(Problem(top, "bad_zlib", f"{where}: {inflated.error}"))
+        out.append(self._message(frame, offset, size, inside, extra))
+        out.extend(inner)
+        out.extend(problems)
+
+    def _inner(self, data: bytes, top: int, where: str, budget: _Budget, depth: int, out: list[Item]) -> int:
+        """Decode the inflated bytes of a C frame (whole frames only): how
+        many frames it holds directly."""
+        p, n, count = 0, len(data), 0
+        while p < n:
+            r = read_frame(data, p, n, self.options.max_payload)
+            if isinstance(r, Need):
+                kind = TYPE_LETTERS.get(data[p + 1], "?") if n - p > 1 else "?"
+                out.append(
+                    Problem(
+                        top,
+                        "compressed_partial_frame",
+                        f"{where}: its inflated data ends inside a {kind} frame (at inflated byte {p}, {n - p} left)",
+                    )
+                )
+                break
+            if isinstance(r, Invalid):
+                left = f"; the last {n - p} inflated bytes are skipped"
+                out.append(Problem(top, r.kind, f"{where}, inflated byte {p}: {r.detail}{left}"))
+                break
+            if budget.frames == 0:
+                out.append(Problem(top, "inflate_limit", f"{where} holds more than {MAX_INNER_FRAMES} frames"))
+                break
+            budget.frames -= 1
+            frame, end = r
+            count += 1
+            if isinstance(frame, Compressed):
+                self._compressed(frame, top, 0, top, budget, depth + 1, out)
+            else:
+                self._simple(frame, top, 0, top, out)
+            p = end
+        return count
+
+
+def _plausible_key(key: bytes) -> bool:
+    if not 0 < len(key) <= MAX_PLAUSIBLE_KEY:
+        return False
+    try:
+        key.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
