@@ -15,6 +15,7 @@ from ripple_cli.protocols.base import Dissector
 PROTOCOLS: dict[str, str] = {
     "ripple": "ripple_cli.protocols.ripple:RippleDissector",
     "lumberjack": "ripple_cli.protocols.lumberjack:LumberjackDissector",
+    "rcp": "ripple_cli.protocols.rcp:RcpDissector",
 }
 
 AUTO = "auto"

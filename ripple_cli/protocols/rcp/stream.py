@@ -1,0 +1,341 @@
+"""One direction of an RCP connection: bytes in any chunking -> messages.
+
+At each message boundary the next bytes say what comes: "RCPX" starts a
+binary frame, anything else starts a JSON line when the direction carries
+lines (after a HELLO response that negotiated `jsonl`, or once a line was
+seen), and a `{` starts one in any direction.  So the switch to JSON lines
+is followed whether the server writes its HELLO response itself as a frame
+or, as the real server does (it records the wire mode before it encodes
+that response), already as a line.  A line where the peer could not have
+negotiated one is decoded and reported (`unexpected_jsonl`).
+
+A frame at a boundary is read by the version 1 layout whatever its
+version or flags say (the oddities are problems, the bytes are kept).
+Where the bytes are no message (bad magic, a payload above the bound, a
+capture hole), decoding skips to the next sure start: a frame with version
+1, known flags and a matching CRC (see wire.valid_frame_at), or in a
+direction that carries lines, the start of the next line.  Buffering is
+bounded by the largest frame (18 + 65535 + max_payload bytes) or line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ripple_cli.codec.problems import Problem, Severity
+from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, StreamDissector, json_bytes
+from ripple_cli.protocols.rcp import payload as pl
+from ripple_cli.protocols.rcp.text import NAME, frame_sexp, frame_type, line_sexp
+from ripple_cli.protocols.rcp.wire import (
+    COMPRESSED,
+    HEADER_SIZE,
+    MAGIC,
+    VALID_FLAGS,
+    VERSION,
+    Frame,
+    flag_names,
+    read_frame,
+    read_header,
+    valid_frame_at,
+)
+
+PROTOCOL = NAME.decode("ascii")
+
+
+class RcpStream(StreamDissector):
+    def __init__(self, options: DissectOptions, from_client: bool | None) -> None:
+        self.max_payload = options.max_payload
+        self.from_client = from_client
+        self._buf = bytearray()
+        self._base = 0  # stream offset of _buf[0]
+        self._pos = 0  # next byte to read in _buf
+        # Damage being skipped: (start offset, kind, detail), reported with
+        # its size once the next message start is found.
+        self._damage: tuple[int, str, str] | None = None
+        self.jsonl = False  # this direction carries JSON lines
+        self._line_reported = False  # unexpected_jsonl is reported once per direction
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an unfinished message (for the bound's tests)."""
+        return len(self._buf) - self._pos
+
+    # ------------------------------------------------------------ the contract
+
+    def feed(self, data: bytes) -> list[Item]:
+        out: list[Item] = []
+        if data:
+            self._buf += data
+            self._run(out, final=False)
+            self._compact()
+        return out
+
+    def gap(self, size: int) -> list[Item]:
+        out: list[Item] = []
+        self._run(out, final=False)
+        hole_at = self._base + len(self._buf)
+        detail = f"{size} bytes missing from the stream at offset {hole_at}"
+        if self._damage is not None:
+            start, kind, first = self._damage
+            self._damage = (start, kind, f"{first}; then {detail}")
+        else:
+            # The message cut by the hole is lost with it.
+            self._damage = (self._base + self._pos, "gap", detail)
+        self._base = hole_at + size
+        self._buf = bytearray()
+        self._pos = 0
+        return out
+
+    def finish(self) -> list[Item]:
+        out: list[Item] = []
+        self._run(out, final=True)
+        end = self._base + len(self._buf)
+        if self._damage is not None:
+            self._close_damage(end, out)
+        elif self._pos < len(self._buf):
+            at = self._base + self._pos
+            left = len(self._buf) - self._pos
+            what = "a frame" if self._buf[self._pos : self._pos + 4] == MAGIC[: min(4, left)] else "a JSON line"
+            out.append(Problem(at, "truncated", f"stream ends inside {what} ({left} bytes)", skipped=left))
+        self._base = end
+        self._buf = bytearray()
+        self._pos = 0
+        return out
+
+    # ------------------------------------------------------------ decoding
+
+    def _compact(self) -> None:
+        if self._pos:
+            del self._buf[: self._pos]
+            self._base += self._pos
+            self._pos = 0
+
+    def _lines_possible(self) -> bool:
+        # The server reads only frames: a client direction does not resync
+        # onto lines unless it has shown lines already.
+        return self.jsonl or self.from_client is not True
+
+    def _run(self, out: list[Item], final: bool) -> None:
+        buf = self._buf
+        n = len(buf)
+        while self._pos < n:
+            if self._damage is not None:
+                if not self._resync(out, final):
+                    return
+                continue
+            p = self._pos
+            if n - p < 4 and MAGIC.startswith(buf[p:n]):
+                return  # maybe a magic: wait (at the end, finish() reports it truncated)
+            if buf[p : p + 4] == MAGIC:
+                if not self._frame(out):
+                    return
+            elif self.jsonl or buf[p] == 0x7B:  # "{"
+                if not self._line(out):
+                    return
+            elif n - p < 4 and not final:
+                return  # wait for the 4 bytes the problem shows
+            else:
+                head = bytes(buf[p : p + 4]).hex(" ")
+                self._open_damage(p, "bad_magic", f"bad magic {head} (expected 52 43 50 58, RCPX)")
+                self._pos = p + 1
+
+    def _open_damage(self, pos: int, kind: str, detail: str) -> None:
+        self._damage = (self._base + pos, kind, detail)
+
+    def _close_damage(self, at: int, out: list[Item]) -> None:
+        assert self._damage is not None
+        start, kind, detail = self._damage
+        self._damage = None
+        out.append(Problem(start, kind, detail, skipped=at - start))
+
+    def _resync(self, out: list[Item], final: bool) -> bool:
+        """Skip to the next sure message start; False when more bytes are needed."""
+        buf = self._buf
+        n = len(buf)
+        p = self._pos
+        while True:
+            frame_at = buf.find(MAGIC, p)
+            line_at = -1
+            if self.jsonl:
+                nl = buf.find(b"\n", p)
+                line_at = nl + 1 if nl >= 0 else -1
+            elif self._lines_possible():
+                nl = buf.find(b"\n{", p)
+                line_at = nl + 1 if nl >= 0 else -1
+            if frame_at < 0 and line_at < 0:
+                # Keep the tail that may begin a magic or a newline-brace.
+                self._pos = n if final else max(p, n - 3)
+                return False
+            if line_at >= 0 and (frame_at < 0 or line_at < frame_at):
+                self._close_damage(self._base + line_at, out)
+                self._pos = line_at
+                return True
+            found = valid_frame_at(buf, frame_at, n, self.max_payload)
+            if found is True and not final:
+                self._pos = frame_at  # a frame may start here: wait for the rest of it
+                return False
+            if isinstance(found, Frame):
+                self._close_damage(self._base + frame_at, out)
+                self._pos = frame_at
+                return True
+            p = frame_at + 1
+
+    def _frame(self, out: list[Item]) -> bool:
+        """The frame at the boundary; False when more bytes are needed."""
+        buf = self._buf
+        p = self._pos
+        n = len(buf)
+        if n - p < HEADER_SIZE:
+            return False
+        header = read_header(buf, p)
+        if header.payload_len > self.max_payload:
+            detail = f"payload length {header.payload_len} above the limit of {self.max_payload}"
+            self._open_damage(p, "oversize", detail)
+            self._pos = p + 1
+            return True
+        if n - p < header.size:
+            return False
+        frame = read_frame(buf, p, header)
+        self._pos = p + header.size
+        self._emit_frame(self._base + p, frame, out)
+        return True
+
+    def _line(self, out: list[Item]) -> bool:
+        """The JSON line at the boundary; False when more bytes are needed."""
+        buf = self._buf
+        p = self._pos
+        n = len(buf)
+        limit = self.max_payload
+        nl = buf.find(b"\n", p, min(n, p + limit + 1))
+        if nl < 0:
+            if n - p > limit:
+                self._open_damage(p, "oversize", f"JSON line longer than the limit of {limit} bytes")
+                self.jsonl = True  # resynchronise on the next line
+                self._pos = p + 1
+                return True
+            return False
+        text = bytes(buf[p:nl])
+        self._pos = nl + 1
+        self._emit_line(self._base + p, text, out)
+        return True
+
+    # ------------------------------------------------------------ messages
+
+    def _problems(self, at: int, notes: list[pl.Note], out: list[Item]) -> None:
+        out.extend(Problem(at, note.kind, note.detail, severity=note.severity) for note in notes)
+
+    def _emit_frame(self, at: int, frame: Frame, out: list[Item]) -> None:
+        notes: list[pl.Note] = []
+        if frame.version != VERSION:
+            notes.append(
+                pl.Note(
+                    "bad_version",
+                    f"protocol version {frame.version} (only {VERSION} exists); read as version {VERSION}",
+                )
+            )
+        if frame.flags & ~VALID_FLAGS:
+            notes.append(pl.Note("reserved_flags", f"flags {frame.flags:#06x}: bits outside 0x000F are set"))
+        crc_ok = frame.crc_ok
+        if crc_ok is False:
+            notes.append(
+                pl.Note(
+                    "crc_mismatch", f"CRC mismatch: field {frame.crc:08x}, payload's CRC32C {frame.computed_crc:08x}"
+                )
+            )
+        elif crc_ok is None and frame.crc != 0:
+            notes.append(
+                pl.Note(
+                    "crc_without_flag", f"CRC field {frame.crc:08x} without CRC_PRESENT (not checked)", Severity.WARNING
+                )
+            )
+        if frame.extension:
+            notes.append(
+                pl.Note(
+                    "header_extension",
+                    f"header extension of {len(frame.extension)} bytes (unused in version 1), skipped",
+                    Severity.WARNING,
+                )
+            )
+        if frame.flags & COMPRESSED:
+            notes.append(
+                pl.Note(
+                    "compressed", "COMPRESSED flag (reserved, no codec defined): payload not read", Severity.WARNING
+                )
+            )
+            parsed = pl.Parsed(False)
+        else:
+            parsed = pl.parse(frame.payload)
+            notes.extend(parsed.notes)
+        if self.jsonl and self.from_client is False:
+            notes.append(
+                pl.Note(
+                    "unexpected_frame", "a binary frame after this direction switched to JSON lines", Severity.WARNING
+                )
+            )
+        self._follow_mode(parsed)
+        fields: dict[str, Any] = {
+            "wire": "frame",
+            "version": frame.version,
+            "flags": frame.flags,
+            "flag_names": flag_names(frame.flags),
+            "header_len": len(frame.extension),
+            "payload_len": len(frame.payload),
+            "crc": frame.crc,
+            "crc_ok": crc_ok,
+        }
+        if frame.extension:
+            fields["extension"] = json_bytes(frame.extension)
+        fields.update(pl.message_fields(parsed))
+        if not parsed.ok:
+            fields["payload"] = json_bytes(frame.payload)
+        type_name = frame_type(frame.flags, parsed.kind)
+        summary = pl.summary(parsed, len(frame.payload))
+        if frame.flags & COMPRESSED:
+            summary = f"{len(frame.payload)} bytes, compressed"
+        shown = [name for name in flag_names(frame.flags) if name != "CRC_PRESENT"]
+        if frame.flags & ~VALID_FLAGS:
+            shown.append(f"{frame.flags & ~VALID_FLAGS:#06x}")
+        if shown:
+            summary += f" [{' '.join(shown)}]"
+        msg = ProtoMessage(
+            PROTOCOL, at, frame.size, type_name, frame_sexp(frame, type_name), fields, summary, parsed.kind
+        )
+        out.append(msg)
+        self._problems(at, notes, out)
+
+    def _emit_line(self, at: int, text: bytes, out: list[Item]) -> None:
+        parsed = pl.parse(text)
+        notes = list(parsed.notes)
+        if not self.jsonl and not self._line_reported and self.from_client is not None:
+            self._line_reported = True
+            if self.from_client:
+                notes.append(
+                    pl.Note("unexpected_jsonl", "a JSON line from the client: the server reads only binary frames")
+                )
+            elif pl.negotiated_mode(parsed) != "jsonl":
+                notes.append(
+                    pl.Note(
+                        "unexpected_jsonl", "a JSON line before any HELLO response negotiated jsonl", Severity.WARNING
+                    )
+                )
+        self.jsonl = True
+        self._follow_mode(parsed)
+        fields: dict[str, Any] = {"wire": "jsonl", "payload_len": len(text)}
+        fields.update(pl.message_fields(parsed))
+        if not parsed.ok:
+            fields["payload"] = json_bytes(text)
+        summary = "jsonl " + pl.summary(parsed, len(text))
+        msg = ProtoMessage(PROTOCOL, at, len(text) + 1, "JsonLine", line_sexp(text), fields, summary, parsed.kind)
+        out.append(msg)
+        self._problems(at, notes, out)
+
+    def _follow_mode(self, parsed: pl.Parsed) -> None:
+        # A HELLO response says what the server writes from now on (its own
+        # bytes may already be in the new mode: see the module's docstring).
+        if self.from_client is True:
+            return
+        mode = pl.negotiated_mode(parsed)
+        if mode == "jsonl":
+            self.jsonl = True
+        elif mode == "binary_json":
+            self.jsonl = False

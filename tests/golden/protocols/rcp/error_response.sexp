@@ -1,0 +1,2 @@
+(rcp(Request((version 1)(flags(CRC_PRESENT))(payload"{\"type\":\"request\",\"id\":\"7\",\"op\":\"APPLY_EVENT\",\"params\":{\"instance_id\":\"order-1\",\"event\":\"ship\"}}"))))
+(rcp(Response((version 1)(flags(CRC_PRESENT))(payload"{\"type\": \"response\", \"id\": \"7\", \"status\": \"error\", \"error\": {\"code\": \"INVALID_TRANSITION\", \"message\": \"no transition from created on ship\", \"retryable\": false}}"))))

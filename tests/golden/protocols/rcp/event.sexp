@@ -1,0 +1,1 @@
+(rcp(Event((version 1)(flags(CRC_PRESENT))(payload"{\"type\":\"event\",\"subscription_id\":\"sub-1\",\"instance_id\":\"order-1\",\"machine\":\"order\",\"version\":1,\"wal_offset\":12,\"from_state\":\"created\",\"to_state\":\"paid\",\"event\":\"pay\",\"payload\":{\"amount\":42.5},\"ctx\":{\"customer\":\"c\\u00e9line\"}}"))))

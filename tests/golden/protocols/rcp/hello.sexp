@@ -1,0 +1,2 @@
+(rcp(Request((version 1)(flags(CRC_PRESENT))(payload"{\"type\":\"request\",\"id\":\"1\",\"op\":\"HELLO\",\"params\":{\"protocol_version\":1,\"client_name\":\"rstmdb-py\",\"wire_modes\":[\"binary_json\"],\"features\":[\"idempotency\",\"batch\"]}}"))))
+(rcp(Response((version 1)(flags(CRC_PRESENT))(payload"{\"type\":\"response\",\"id\":\"1\",\"status\":\"ok\",\"result\":{\"protocol_version\":1,\"wire_mode\":\"binary_json\",\"server_name\":\"rstmdb\",\"server_version\":\"0.1.0\",\"features\":[\"idempotency\",\"batch\"]}}"))))

@@ -1,0 +1,2 @@
+(rcp(Event((version 1)(flags(CRC_PRESENT STREAM))(payload"{\"type\":\"event\",\"subscription_id\":\"s\",\"instance_id\":\"i\",\"machine\":\"m\",\"version\":1,\"wal_offset\":1,\"from_state\":\"a\",\"to_state\":\"b\",\"event\":\"e\"}"))))
+(rcp(Event((version 1)(flags(CRC_PRESENT STREAM END_STREAM))(payload"{\"type\":\"event\",\"subscription_id\":\"s\",\"instance_id\":\"i\",\"machine\":\"m\",\"version\":1,\"wal_offset\":2,\"from_state\":\"b\",\"to_state\":\"c\",\"event\":\"f\"}"))))
