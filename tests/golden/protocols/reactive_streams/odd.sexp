@@ -1,0 +1,7 @@
+(reactive-streams(ClientHello((version 0)(extensions()))))
+(reactive-streams(Subscribe((publisher"\255\254")(subscriber 3)(initial_demand 0))))
+(reactive-streams(Raw((data"\004\131\000\005"))))
+(reactive-streams(Raw((data"\004\003\128\128\128\128\128\128\128\128\128\001"))))
+(reactive-streams(OnSubscribe((subscriber 3)(element_size 2))))
+(reactive-streams(OnNext((subscriber 3)(element_size 2)(element ab))))
+(reactive-streams(Raw((data"\000\007\003cd"))))

@@ -1,0 +1,6 @@
+(reactive-streams(ClientHello((version 0)(extensions()))))
+(reactive-streams(ServerHello((version 0)(extensions()))))
+(reactive-streams(Subscribe((publisher p)(subscriber 1)(initial_demand 0))))
+(reactive-streams(OnSubscribe((subscriber 1)(element_size 0))))
+(reactive-streams(Cancel((subscriber 1))))
+(reactive-streams(Request((subscriber 1)(demand 5))))

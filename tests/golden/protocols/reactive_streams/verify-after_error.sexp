@@ -1,0 +1,6 @@
+(reactive-streams(ClientHello((version 0)(extensions()))))
+(reactive-streams(ServerHello((version 0)(extensions()))))
+(reactive-streams(Subscribe((publisher p)(subscriber 1)(initial_demand 5))))
+(reactive-streams(OnSubscribe((subscriber 1)(element_size 0))))
+(reactive-streams(OnError((subscriber 1)(error x))))
+(reactive-streams(OnComplete((subscriber 1))))

@@ -1,0 +1,5 @@
+(reactive-streams(ClientHello((version 0)(extensions()))))
+(reactive-streams(ServerHello((version 0)(extensions()))))
+(reactive-streams(Subscribe((publisher p)(subscriber 1)(initial_demand 0))))
+(reactive-streams(OnSubscribe((subscriber 1)(element_size 0))))
+(reactive-streams(Subscribe((publisher q)(subscriber 1)(initial_demand 0))))
