@@ -69,6 +69,10 @@ typedef struct {
     Py_ssize_t natoms;
     PyObject *atom_texts; /* owns the atoms' text */
     uint32_t nfields;
+    /* Flat records (see flat_fields): per node, the index in `fields` of
+     * its first field, or -1 when the node is not a flat record. */
+    int32_t *flat;
+    struct FlatField_ *fields;
 } Program;
 
 static PyTypeObject ProgramType;
@@ -110,6 +114,98 @@ prog_check_node(const int32_t *code, Py_ssize_t ncode, Py_ssize_t natoms, int32_
         return 0;
     }
     return -1;
+}
+
+/* A record is *flat* when every field is an int, a float, a bool or an
+ * enum of at most 256 constructors: each field's size then follows from
+ * its first byte, in the common cases with no call and no bounds check
+ * (sk_rows).  `flat` gives, per node, the index in `fields` of a flat
+ * record's first field, or -1. */
+enum { FK_FLOAT, FK_INT, FK_BOOL, FK_ENUM };
+
+typedef struct FlatField_ {
+    uint8_t kind; /* of the field after the gap; FK_FLOAT only in a record's header entry */
+    uint8_t gap; /* bytes of floats before it */
+    uint16_t count; /* an enum's constructors; in the header entry, how many entries follow */
+} FlatField;
+
+/* Marks the flat records reachable from `node` (the code was checked by
+ * prog_check_node: children inside it, depth bounded); a node shared by
+ * two parents is seen once.  Each flat record is given its place in
+ * `fields`: a header entry, then at most one entry a field. */
+static void
+flat_mark(const int32_t *code, int32_t *flat, int32_t node, Py_ssize_t *nentries)
+{
+    if (flat[node] != -2)
+        return;
+    flat[node] = -1;
+    const int32_t *c = code + node;
+    if (c[0] == OP_OPTION || c[0] == OP_LIST) {
+        flat_mark(code, flat, c[1], nentries);
+        return;
+    }
+    if (c[0] != OP_RECORD)
+        return;
+    int is_flat = c[1] > 0 && c[1] <= 28; /* 28 floats: a gap still fits a byte */
+    for (int32_t i = 0; i < c[1]; i++) {
+        const int32_t *f = code + c[3 + 2 * i];
+        is_flat &= (f[0] >= OP_INT && f[0] <= OP_BOOL) || (f[0] == OP_ENUM && f[1] <= 256);
+        flat_mark(code, flat, c[3 + 2 * i], nentries);
+    }
+    if (is_flat) {
+        flat[node] = (int32_t)*nentries;
+        *nentries += 1 + c[1];
+    }
+}
+
+static int
+flat_fields(Program *self)
+{
+    const int32_t *code = self->code;
+    Py_ssize_t nentries = 0;
+    self->flat = PyMem_Malloc((size_t)self->ncode * sizeof(int32_t));
+    if (!self->flat) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t node = 0; node < self->ncode; node++)
+        self->flat[node] = -2; /* not seen yet */
+    flat_mark(code, self->flat, code[PROG_KEY], &nentries);
+    flat_mark(code, self->flat, code[PROG_ROW], &nentries);
+    if (!nentries)
+        return 0;
+    self->fields = PyMem_Calloc((size_t)nentries, sizeof(FlatField));
+    if (!self->fields) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t node = PROG_NODES; node < self->ncode; node++) {
+        if (self->flat[node] < 0)
+            continue;
+        const int32_t *c = code + node;
+        FlatField *head = &self->fields[self->flat[node]];
+        FlatField *ff = head + 1;
+        unsigned gap = 0;
+        for (int32_t i = 0; i < c[1]; i++) {
+            const int32_t *f = code + c[3 + 2 * i];
+            if (f[0] == OP_FLOAT) {
+                gap += 8;
+                continue;
+            }
+            ff->kind = f[0] == OP_BOOL ? FK_BOOL : f[0] == OP_ENUM ? FK_ENUM : FK_INT;
+            ff->gap = (uint8_t)gap;
+            ff->count = f[0] == OP_ENUM ? (uint16_t)f[1] : 0;
+            gap = 0;
+            ff++;
+        }
+        int all_ints = 1;
+        for (FlatField *v = head + 1; v < ff; v++)
+            all_ints &= v->kind == FK_INT;
+        head->kind = all_ints ? FK_INT : FK_FLOAT;
+        head->gap = (uint8_t)gap; /* the floats after the last other field */
+        head->count = (uint16_t)(ff - head - 1);
+    }
+    return 0;
 }
 
 /* Program(code: bytes of int32, atoms: tuple of (text: bytes, quoted: bool)) */
@@ -163,6 +259,8 @@ Program_init(Program *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "code: Patch constructor atoms out of range");
         goto done;
     }
+    if (flat_fields(self))
+        goto done;
     rc = 0;
 done:
     PyBuffer_Release(&code);
@@ -172,6 +270,8 @@ done:
 static void
 Program_dealloc(Program *self)
 {
+    PyMem_Free(self->flat);
+    PyMem_Free(self->fields);
     PyMem_Free(self->code);
     PyMem_Free(self->atoms);
     Py_XDECREF(self->atom_texts);
@@ -293,106 +393,260 @@ walk(const Program *pg, int32_t node, Rd *r, Out *o)
     return -1; /* unreachable: checked when the Program was made */
 }
 
-/* Validation only (verify): the same acceptance as walk, faster.  A
- * primitive is checked where its parent stands (no call per value, the
- * common one-byte int first), and a list of floats is one bounds check:
- * for big messages (a 4 KiB book snapshot is a thousand values) the
- * per-value call and dispatch of walk were most of the time. */
-static inline int
-skip_prim(int32_t op, Rd *r)
+/* Validation only (verify): the same acceptance as walk, faster.  The
+ * position is passed and returned by value (SK_BAD: does not decode), so
+ * that it lives in a register: through `Rd *` every value paid a store
+ * and a reload on the loop's critical path.  A primitive is checked where
+ * its parent stands (no call per value, the common one-byte int first),
+ * and a list of floats is one bounds check: a 4 KiB book snapshot is a
+ * thousand values, and the per-value call, dispatch and memory round trip
+ * were most of verify's time on such messages. */
+#define SK_BAD ((size_t)-1)
+
+/* An int that is not a one-byte code: the full readers. */
+static size_t __attribute__((noinline))
+sk_int_slow(int32_t op, const uint8_t *b, size_t len, size_t pos)
 {
-    size_t pos = r->pos;
-    switch (op) {
-    case OP_FLOAT:
-        if (r->len - pos < 8) /* pos <= len always holds */
-            return -1;
-        r->pos = pos + 8;
-        return 0;
-    case OP_INT:
-    case OP_INT32:
-    case OP_INT64: {
-        if (pos < r->len && r->b[pos] < 0x80) {
-            r->pos = pos + 1;
-            return 0;
-        }
-        int64_t v;
-        return op == OP_INT ? rd_int(r, &v) : op == OP_INT32 ? rd_int32(r, &v) : rd_int_any(r, &v);
-    }
-    case OP_BOOL: {
-        int b;
-        return rd_01(r, &b);
-    }
-    case OP_STRING: {
-        const uint8_t *s;
-        size_t n;
-        return rd_string(r, &s, &n);
-    }
-    }
-    return -2; /* not a primitive */
+    Rd r = {b, pos, len};
+    int64_t v;
+    int e = op == OP_INT ? rd_int(&r, &v) : op == OP_INT32 ? rd_int32(&r, &v) : rd_int_any(&r, &v);
+    return e ? SK_BAD : r.pos;
 }
 
-static int skip(const Program *pg, int32_t node, Rd *r);
-
-static inline int
-skip_record(const Program *pg, const int32_t *c, Rd *r)
+static size_t __attribute__((noinline))
+sk_string(const uint8_t *b, size_t len, size_t pos)
 {
-    for (int32_t i = 0; i < c[1]; i++) {
-        int32_t child = c[3 + 2 * i];
-        int e = skip_prim(pg->code[child], r);
-        if (e == -2)
-            e = skip(pg, child, r);
-        if (e)
-            return -1;
+    Rd r = {b, pos, len};
+    const uint8_t *s;
+    size_t n;
+    return rd_string(&r, &s, &n) ? SK_BAD : r.pos;
+}
+
+/* One primitive (op <= OP_STRING) at pos, which is <= len. */
+static inline size_t
+sk_prim(int32_t op, const uint8_t *b, size_t len, size_t pos)
+{
+    switch (op) {
+    case OP_FLOAT:
+        return len - pos >= 8 ? pos + 8 : SK_BAD;
+    case OP_INT:
+    case OP_INT32:
+    case OP_INT64:
+        /* one byte, or the int16 code: in range for all three */
+        if (pos < len && b[pos] < 0x80)
+            return pos + 1;
+        if (pos < len && b[pos] == 0xFE)
+            return len - pos >= 3 ? pos + 3 : SK_BAD;
+        return sk_int_slow(op, b, len, pos);
+    case OP_BOOL:
+        return pos < len && b[pos] <= 1 ? pos + 1 : SK_BAD;
+    default:
+        return sk_string(b, len, pos);
     }
-    return 0;
+}
+
+static size_t sk(const Program *pg, int32_t node, const uint8_t *b, size_t len, size_t pos);
+
+static inline size_t
+sk_record(const Program *pg, const int32_t *c, const uint8_t *b, size_t len, size_t pos)
+{
+    for (int32_t i = 0; i < c[1] && pos != SK_BAD; i++) {
+        int32_t child = c[3 + 2 * i];
+        int32_t op = pg->code[child];
+        pos = op <= OP_STRING ? sk_prim(op, b, len, pos) : sk(pg, child, b, len, pos);
+    }
+    return pos;
+}
+
+/* An int of a flat row, no bounds check (the row's budget was): the
+ * one-byte, int16 and int32 codes, valid for Int, Int32 and Int64 alike;
+ * anything else jumps to `other`, for the checked readers. */
+#define SK_ROW_INT(p, other)                                                                                       \
+    do {                                                                                                           \
+        uint8_t x_ = b[p];                                                                                         \
+        if (x_ < 0x80)                                                                                             \
+            p += 1;                                                                                                \
+        else if (x_ == 0xFE)                                                                                       \
+            p += 3;                                                                                                \
+        else if (x_ == 0xFD)                                                                                       \
+            p += 5;                                                                                                \
+        else                                                                                                       \
+            goto other;                                                                                            \
+    } while (0)
+
+/* Rows whose fields are floats and ints, from pos, while they take the
+ * fast path: *n counts down the rows left; returns the position of the
+ * first one not taken (a row near the end, or with another int code).
+ * One to three ints a row are unrolled, their gaps in registers: the
+ * generic loop's per-field bookkeeping doubled the time of a book's
+ * levels. */
+static size_t
+sk_int_rows(const FlatField *vars, int nvar, size_t tail, size_t maxrow, const uint8_t *b, size_t len, size_t pos,
+            uint64_t *n)
+{
+    uint64_t left = *n;
+    size_t g0 = vars[0].gap, g1 = nvar > 1 ? vars[1].gap : 0, g2 = nvar > 2 ? vars[2].gap : 0;
+    switch (nvar) {
+    case 1:
+        for (; left && len - pos >= maxrow; left--) {
+            size_t p = pos + g0;
+            SK_ROW_INT(p, done);
+            pos = p + tail;
+        }
+        break;
+    case 2:
+        for (; left && len - pos >= maxrow; left--) {
+            size_t p = pos + g0;
+            SK_ROW_INT(p, done);
+            p += g1;
+            SK_ROW_INT(p, done);
+            pos = p + tail;
+        }
+        break;
+    case 3:
+        for (; left && len - pos >= maxrow; left--) {
+            size_t p = pos + g0;
+            SK_ROW_INT(p, done);
+            p += g1;
+            SK_ROW_INT(p, done);
+            p += g2;
+            SK_ROW_INT(p, done);
+            pos = p + tail;
+        }
+        break;
+    default:
+        for (; left && len - pos >= maxrow; left--) {
+            size_t p = pos;
+            for (int k = 0; k < nvar; k++) {
+                p += vars[k].gap;
+                SK_ROW_INT(p, done);
+            }
+            pos = p + tail;
+        }
+    }
+done:
+    *n = left;
+    return pos;
+}
+
+/* n records of node `rec` from pos.  A flat record's row is a plan: its
+ * floats are only a known number of bytes to step over, and each other
+ * field is checked with no call and, while the bytes left hold the
+ * largest row (nine bytes a field), no bounds check.  Its branches follow
+ * the row's pattern and are predicted, so the position's chain is only
+ * adds.  A row with anything else (an int64 code, a negative int8, a bad
+ * tag), a row near the end, and a record that is not flat, go through the
+ * checked sk_record. */
+static size_t
+sk_rows(const Program *pg, int32_t rec, uint64_t n, const uint8_t *b, size_t len, size_t pos)
+{
+    const int32_t *c = pg->code + rec;
+    int32_t first = pg->flat[rec];
+    if (first < 0) {
+        for (uint64_t i = 0; i < n && pos != SK_BAD; i++)
+            pos = sk_record(pg, c, b, len, pos);
+        return pos;
+    }
+    const FlatField *head = pg->fields + first, *vars = head + 1;
+    int nvar = head->count;
+    size_t tail = head->gap;
+    size_t maxrow = 9 * (size_t)c[1];
+    if (nvar == 0) /* floats only: rows of one size */
+        return n > (len - pos) / tail ? SK_BAD : pos + tail * (size_t)n;
+    if (head->kind == FK_INT) { /* every field but floats an int */
+        while (n) {
+            pos = sk_int_rows(vars, nvar, tail, maxrow, b, len, pos, &n);
+            if (!n)
+                break;
+            pos = sk_record(pg, c, b, len, pos); /* the row the fast loop left */
+            if (pos == SK_BAD)
+                return SK_BAD;
+            n--;
+        }
+        return pos;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (len - pos >= maxrow) {
+            size_t p = pos;
+            int k = 0;
+            for (; k < nvar; k++) {
+                p += vars[k].gap;
+                uint8_t x = b[p];
+                if (vars[k].kind == FK_INT) {
+                    if (x < 0x80)
+                        p += 1;
+                    else if (x == 0xFE) /* int16 */
+                        p += 3;
+                    else if (x == 0xFD) /* int32: in range for Int, Int32 and Int64 */
+                        p += 5;
+                    else
+                        break;
+                }
+                else if (x < (vars[k].kind == FK_BOOL ? 2 : vars[k].count))
+                    p += 1;
+                else
+                    break;
+            }
+            if (k == nvar) {
+                pos = p + tail;
+                continue;
+            }
+        }
+        pos = sk_record(pg, c, b, len, pos);
+        if (pos == SK_BAD)
+            return SK_BAD;
+    }
+    return pos;
+}
+
+static size_t
+sk(const Program *pg, int32_t node, const uint8_t *b, size_t len, size_t pos)
+{
+    const int32_t *c = pg->code + node;
+    switch (c[0]) {
+    case OP_OPTION:
+        if (pos >= len || b[pos] > 1)
+            return SK_BAD;
+        return b[pos] ? sk(pg, c[1], b, len, pos + 1) : pos + 1;
+    case OP_LIST: {
+        Rd r = {b, pos, len};
+        uint64_t n;
+        if (rd_count(&r, &n))
+            return SK_BAD;
+        pos = r.pos;
+        int32_t elem = pg->code[c[1]];
+        if (elem == OP_FLOAT)
+            return n > (len - pos) / 8 ? SK_BAD : pos + 8 * (size_t)n;
+        if (elem == OP_RECORD) /* rows of a table: levels, fills, legs */
+            return sk_rows(pg, c[1], n, b, len, pos);
+        if (elem <= OP_STRING) {
+            for (uint64_t i = 0; i < n && pos != SK_BAD; i++)
+                pos = sk_prim(elem, b, len, pos);
+            return pos;
+        }
+        for (uint64_t i = 0; i < n && pos != SK_BAD; i++)
+            pos = sk(pg, c[1], b, len, pos);
+        return pos;
+    }
+    case OP_RECORD:
+        return sk_record(pg, c, b, len, pos);
+    case OP_ENUM: {
+        Rd r = {b, pos, len};
+        uint32_t t;
+        return rd_ctor(&r, (uint32_t)c[1], &t) ? SK_BAD : r.pos;
+    }
+    }
+    return sk_prim(c[0], b, len, pos);
 }
 
 static int
 skip(const Program *pg, int32_t node, Rd *r)
 {
-    const int32_t *c = pg->code + node;
-    switch (c[0]) {
-    case OP_OPTION: {
-        int present;
-        if (rd_01(r, &present))
-            return -1;
-        return present ? skip(pg, c[1], r) : 0;
-    }
-    case OP_LIST: {
-        uint64_t n;
-        if (rd_count(r, &n))
-            return -1;
-        int32_t elem = pg->code[c[1]];
-        if (elem == OP_FLOAT) {
-            if (n > (r->len - r->pos) / 8)
-                return -1;
-            r->pos += 8 * (size_t)n;
-            return 0;
-        }
-        if (elem == OP_RECORD) { /* rows of a table: levels, fills, legs */
-            const int32_t *rec = pg->code + c[1];
-            for (uint64_t i = 0; i < n; i++)
-                if (skip_record(pg, rec, r))
-                    return -1;
-            return 0;
-        }
-        for (uint64_t i = 0; i < n; i++) {
-            int e = skip_prim(elem, r);
-            if (e == -2)
-                e = skip(pg, c[1], r);
-            if (e)
-                return -1;
-        }
-        return 0;
-    }
-    case OP_RECORD:
-        return skip_record(pg, c, r);
-    case OP_ENUM: {
-        uint32_t t;
-        return rd_ctor(r, (uint32_t)c[1], &t);
-    }
-    }
-    return skip_prim(c[0], r) ? -1 : 0;
+    size_t pos = sk(pg, node, r->b, r->len, r->pos);
+    if (pos == SK_BAD)
+        return -1;
+    r->pos = pos;
+    return 0;
 }
 
 /* CompiledSchema.read_key / validate's key part: the value, exactly. */
