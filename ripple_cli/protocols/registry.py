@@ -17,6 +17,7 @@ PROTOCOLS: dict[str, str] = {
     "reactive-streams": "ripple_cli.protocols.reactive_streams:ReactiveStreamsDissector",
     "lumberjack": "ripple_cli.protocols.lumberjack:LumberjackDissector",
     "rcp": "ripple_cli.protocols.rcp:RcpDissector",
+    "pravega": "ripple_cli.protocols.pravega:PravegaDissector",
 }
 
 AUTO = "auto"
