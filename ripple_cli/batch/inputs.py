@@ -1,0 +1,77 @@
+"""The inputs of a batch run: files, directories (walked, sorted) and globs,
+each told raw stream, pcap or pcapng by its first bytes, as decode does."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ripple_cli.capture.formats import MAGIC_SIZE, sniff_format
+from ripple_cli.errors import InputUnreadable, UsageProblem
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    path: str  # as given, or joined to the directory it was found in
+    size: int
+    kind: str  # "raw", "pcap" or "pcapng"
+
+    @property
+    def is_capture(self) -> bool:
+        return self.kind != "raw"
+
+
+def _kind(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(MAGIC_SIZE)
+    except PermissionError:
+        raise InputUnreadable(f"{path}: permission denied") from None
+    except OSError as e:
+        raise InputUnreadable(f"{path}: cannot open: {e.strerror or e}") from None
+    return sniff_format(head)
+
+
+def _walk(directory: str) -> list[str]:
+    found: list[str] = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith("."))
+    return found
+
+
+def discover(specs: Iterable[str]) -> list[InputFile]:
+    """Every file the specs name, once each, in the order given (a
+    directory's files sorted; a glob's matches sorted).  Hidden files in
+    directories are skipped; an empty file is kept (it yields no rows)."""
+    paths: list[str] = []
+    for spec in specs:
+        if spec == "-":
+            raise UsageProblem("export and stats read files, not stdin (-): save the stream to a file first")
+        if os.path.isdir(spec):
+            paths.extend(_walk(spec))
+        elif os.path.exists(spec):
+            paths.append(spec)
+        elif _GLOB_CHARS & set(spec):
+            matches = sorted(glob.glob(spec, recursive=True))
+            if not matches:
+                raise InputUnreadable(f"{spec}: no file matches")
+            for m in matches:
+                paths.extend(_walk(m) if os.path.isdir(m) else [m])
+        else:
+            raise InputUnreadable(f"{spec}: no such file or directory")
+    seen: set[str] = set()
+    out: list[InputFile] = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if real in seen or not os.path.isfile(p):
+            continue
+        seen.add(real)
+        out.append(InputFile(p, os.path.getsize(p), _kind(p)))
+    if not out:
+        raise InputUnreadable(f"{', '.join(specs)}: no input files")
+    return out

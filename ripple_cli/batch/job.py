@@ -1,0 +1,332 @@
+"""The Spark side of the batch pipeline: the only module that imports
+pyspark (commands import it only when they run).
+
+One run is two jobs over the same tasks (plan.py): the scan (first pass:
+Handshakes and capture connections, collected to the driver), then the
+decode, whose rows come back to the JVM as Arrow batches (mapInArrow) and
+are written or aggregated by Spark.  Rotated capture connections take a
+third path: their packets are shuffled by connection and reassembled in
+order (tasks.rotated_rows).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from ripple_cli.codec.schema import Schema
+from ripple_cli.errors import RippleError, UsageProblem
+
+from .inputs import InputFile
+from .plan import Plan, decode_plan, scan_tasks
+from .rows import COLUMN_NAMES, COLUMNS
+from .scan import ScanResult, scan_task
+from .tasks import RotatedPart, Settings, Task, rotated_frames, rotated_rows, task_rows
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from rich.progress import Progress
+
+
+class SparkFailed(RippleError):
+    """The Spark job failed (an executor lost, a cluster unreachable)."""
+
+
+def spark_types() -> Any:
+    from pyspark.sql import types as T
+
+    names = {"string": T.StringType(), "int32": T.IntegerType(), "int64": T.LongType(), "bool": T.BooleanType()}
+    return T.StructType([T.StructField(name, names[t], True) for name, t in COLUMNS])
+
+
+def parse_conf(items: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageProblem(f"--conf {item!r}: expected KEY=VALUE (e.g. spark.executor.memory=4g)")
+        out.append((key.strip(), value))
+    return out
+
+
+class Session:
+    """A SparkSession, and whether this run started it (and so stops it)."""
+
+    def __init__(self, spark: SparkSession, owned: bool, log_path: str | None) -> None:
+        self.spark = spark
+        self.owned = owned
+        self.log_path = log_path  # where the JVM's own output went
+
+    def stop(self, keep_log: bool = False) -> None:
+        if self.owned:
+            self.spark.stop()
+            if self.log_path is not None and not keep_log:
+                with contextlib.suppress(OSError):
+                    os.remove(self.log_path)
+
+
+def start_session(master: str, conf: Sequence[tuple[str, str]]) -> Session:
+    """A SparkSession on `master` with ripple's defaults, then the user's
+    --conf.  A session already running in this process (a test's) is used
+    as it is.  The JVM's console output goes to a log file, named when a
+    job fails: ripple prints one line per error, never a JVM stack trace."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return Session(SparkSession(active), owned=False, log_path=None)
+    given = dict(conf)
+    if master.startswith("local") and "spark.pyspark.python" not in given:
+        # Embedded Spark runs its Python workers with this interpreter, the
+        # one that has ripple installed.  On a cluster the executors' own
+        # Python is used: see README, "Running on a cluster".
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    defaults = {
+        "spark.master": master,
+        "spark.app.name": "ripple",
+        "spark.ui.showConsoleProgress": "false",  # ripple draws its own progress
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if master.startswith("local"):
+        defaults["spark.ui.enabled"] = "false"
+        defaults["spark.driver.memory"] = "2g"
+    if "spark.driver.extraJavaOptions" not in given:
+        log_conf = resources.files("ripple_cli.batch") / "log4j2.properties"
+        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_conf}"
+    spark_conf = SparkConf(loadDefaults=False)
+    for key, value in {**defaults, **given}.items():
+        spark_conf.set(key, value)
+    fd, log_path = tempfile.mkstemp(prefix="ripple-spark-", suffix=".log")
+    try:
+        with os.fdopen(fd, "wb") as log:
+            gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                spark_conf, popen_kwargs={"stdout": log, "stderr": log}
+            )
+            sc = SparkContext(conf=spark_conf, gateway=gateway)
+    except Exception as e:  # no Java, a bad master URL, a cluster that does not answer
+        raise SparkFailed(f"spark: cannot start on {master}: {_first_line(e)} (the JVM's log: {log_path})") from None
+    sc.setLogLevel("ERROR")
+    return Session(SparkSession(sc), owned=True, log_path=log_path)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0][:300]
+
+
+@contextmanager
+def spark_errors(session: Session) -> Iterator[None]:
+    """A failed Spark job as one line, not the JVM's stack trace."""
+    try:
+        yield
+    except RippleError:
+        raise
+    except Exception as e:
+        if type(e).__module__.startswith(("pyspark", "py4j")):
+            where = f" (the JVM's log: {session.log_path})" if session.log_path else ""
+            raise SparkFailed(f"spark: job failed: {_first_line(e)}{where}") from None
+        raise
+
+
+# ------------------------------------------------------------------ the two passes
+
+
+def plan_on_spark(
+    spark: SparkSession,
+    inputs: Sequence[InputFile],
+    settings: Settings,
+    split_size: int,
+    file_schemas: Sequence[Schema] = (),
+) -> Plan:
+    tasks = scan_tasks(inputs, split_size)
+    sc = spark.sparkContext
+    sc.setJobDescription("ripple: scan (Handshakes, capture connections)")
+    found: list[tuple[int, ScanResult]] = (
+        sc.parallelize(list(enumerate(tasks)), max(1, len(tasks)))
+        .map(lambda it: (it[0], scan_task(it[1], settings)))
+        .collect()
+    )
+    scans = [scan for _i, scan in sorted(found, key=lambda f: f[0])]
+    return decode_plan(tasks, scans, settings, file_schemas)
+
+
+class Counters:
+    """Rows and problems made by the tasks, counted as they go (Spark
+    accumulators: read them once the job that used the frame is done)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.rows = spark.sparkContext.accumulator(0)
+        self.problems = spark.sparkContext.accumulator(0)
+
+    @property
+    def messages(self) -> int:
+        return int(self.rows.value - self.problems.value)
+
+
+def rows_frame(spark: SparkSession, plan: Plan) -> tuple[DataFrame, Counters]:
+    """The decoded rows as a DataFrame (lazy: nothing runs until it is used)."""
+    from pyspark.sql import types as T
+
+    settings = plan.settings
+    schema = spark_types()
+    sc = spark.sparkContext
+    n = max(1, len(plan.tasks))
+    # One task per partition: parallelize slices a list evenly.
+    task_list = [(i, pickle.dumps(t)) for i, t in enumerate(plan.tasks)]
+    tasks_df = spark.createDataFrame(
+        sc.parallelize(task_list, n),
+        T.StructType([T.StructField("i", T.IntegerType()), T.StructField("task", T.BinaryType())]),
+    )
+
+    counters = Counters(spark)
+    n_rows, n_problems = counters.rows, counters.problems
+
+    def decode(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from ripple_cli.batch.arrow import record_batches
+
+        for batch in batches:
+            for blob in batch.column("task").to_pylist():
+                task: Task = pickle.loads(blob)
+                for out in record_batches(task_rows(task, settings)):
+                    n_rows.add(out.num_rows)
+                    n_problems.add(out.num_rows - out.column("problem").null_count)
+                    yield out
+
+    frame: DataFrame = tasks_df.mapInArrow(decode, schema)
+    if plan.rotated:
+        frame = frame.unionByName(_rotated_frame(spark, plan.rotated_parts, plan, schema, counters))
+    return frame, counters
+
+
+def _count(counters: Counters, row: dict[str, Any]) -> tuple[Any, ...]:
+    counters.rows.add(1)
+    if row["problem"] is not None:
+        counters.problems.add(1)
+    return tuple(row[c] for c in COLUMN_NAMES)
+
+
+def _rotated_frame(
+    spark: SparkSession, parts: list[RotatedPart], plan: Plan, schema: Any, counters: Counters
+) -> DataFrame:
+    """Rotated connections: each file's packets of them, shuffled by
+    connection, reassembled in capture order."""
+    settings = plan.settings
+    groups = plan.rotated
+    sc = spark.sparkContext
+    rows = (
+        sc.parallelize(parts, len(parts))
+        .flatMap(rotated_frames)
+        .groupByKey(max(1, min(len(groups), sc.defaultParallelism)))
+        .flatMap(lambda kv: rotated_rows(groups[kv[0]], kv[1], settings))
+        .map(lambda row: _count(counters, row))
+    )
+    return spark.createDataFrame(rows, schema)
+
+
+# ------------------------------------------------------------------ export
+
+
+def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
+    writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
+    if partition_by:
+        writer = writer.partitionBy(partition_by)
+    if fmt == "parquet":
+        writer.parquet(out)
+    elif fmt == "jsonl":
+        writer.json(out)
+    else:
+        writer.option("header", True).option("escape", '"').csv(out)
+
+
+# ------------------------------------------------------------------ progress
+
+
+class ProgressWatcher:
+    """Spark's task counts on a rich progress bar, polled from the status
+    tracker while the driver waits for a job."""
+
+    def __init__(self, spark: SparkSession, progress: Progress | None, interval: float = 0.25) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.progress = progress
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._bars: dict[int, Any] = {}
+        self.label = "spark"  # what the bars of the stages that start now are about
+
+    def __enter__(self) -> ProgressWatcher:
+        if self.progress is not None:
+            self.progress.start()
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._poll()
+        if self.progress is not None:
+            self.progress.stop()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._poll()
+            except Exception:  # the JVM is going away: nothing left to show
+                return
+
+    def _poll(self) -> None:
+        assert self.progress is not None
+        for stage_id in self.tracker.getActiveStageIds():
+            info = self.tracker.getStageInfo(stage_id)
+            if info is None:
+                continue
+            bar = self._bars.get(stage_id)
+            if bar is None:
+                bar = self._bars[stage_id] = self.progress.add_task(f"{self.label} (stage {stage_id})", total=None)
+            self.progress.update(bar, total=info.numTasks, completed=info.numCompletedTasks)
+        for stage_id, bar in self._bars.items():
+            info = self.tracker.getStageInfo(stage_id)
+            if info is not None and info.numCompletedTasks == info.numTasks:
+                self.progress.update(bar, total=info.numTasks, completed=info.numTasks)
+
+
+# ------------------------------------------------------------------ stats
+
+
+def run_stats(spark: SparkSession, frame: DataFrame, opts: Any, plots: bool) -> tuple[Any, Any]:
+    """The stats report (stats.assemble) and, for plots, the timelines.
+    The rows are decoded once, kept (memory, then disk) for the queries."""
+    from pyspark import StorageLevel
+
+    from .stats import STATS_COLUMNS, assemble, bucket_ns, queries, timeline_queries
+
+    lean = frame.select(*STATS_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        lean.createOrReplaceTempView("rows")
+
+        def run(qs: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+            return {name: [r.asDict(recursive=True) for r in spark.sql(q).collect()] for name, q in qs.items()}
+
+        report = assemble(run(queries(opts)), opts)
+        timelines = None
+        if plots:
+            ov = report["overview"]
+            report["bucket_ns"] = bucket_ns(ov["first_ns"], ov["last_ns"])
+            timelines = run(timeline_queries(report["bucket_ns"]))
+        return report, timelines
+    finally:
+        lean.unpersist()
+        spark.catalog.dropTempView("rows")

@@ -1,0 +1,48 @@
+"""The batch pipeline in this process, without Spark: the same plan, the
+same tasks one after the other.  The reference the Spark runs are compared
+with, and the in-process column of `make bench-spark`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from ripple_cli.codec.schema import Schema
+
+from .inputs import InputFile
+from .plan import DEFAULT_SPLIT, Plan, decode_plan, scan_tasks
+from .rows import Row
+from .scan import scan_task
+from .tasks import ConnKey, Frame, Settings, rotated_frames, rotated_rows, task_rows
+
+
+def plan_local(
+    inputs: Sequence[InputFile],
+    settings: Settings,
+    split_size: int = DEFAULT_SPLIT,
+    file_schemas: Sequence[Schema] = (),
+) -> Plan:
+    tasks = scan_tasks(inputs, split_size)
+    scans = [scan_task(t, settings) for t in tasks]
+    return decode_plan(tasks, scans, settings, file_schemas)
+
+
+def plan_rows(plan: Plan) -> Iterator[Row]:
+    for task in plan.tasks:
+        yield from task_rows(task, plan.settings)
+    if plan.rotated:
+        # The shuffle, in memory: each rotated connection's packets from all its files.
+        frames: dict[ConnKey, list[Frame]] = {}
+        for part in plan.rotated_parts:
+            for key, frame in rotated_frames(part):
+                frames.setdefault(key, []).append(frame)
+        for key, group in plan.rotated.items():
+            yield from rotated_rows(group, frames.get(key, []), plan.settings)
+
+
+def local_rows(
+    inputs: Sequence[InputFile],
+    settings: Settings,
+    split_size: int = DEFAULT_SPLIT,
+    file_schemas: Sequence[Schema] = (),
+) -> Iterator[Row]:
+    return plan_rows(plan_local(inputs, settings, split_size, file_schemas))

@@ -1,0 +1,133 @@
+"""`ripple stats` as rich tables (the report of stats.assemble)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ripple_cli.codec.jsonview import iso_time
+
+from .stats import NS, Record
+
+
+def _ns(v: int | None) -> str:
+    return "" if v is None else iso_time(v)
+
+
+def _dur(ns: int | float | None) -> str:
+    if ns is None:
+        return ""
+    s = ns / NS
+    if abs(s) >= 86400:
+        return f"{s / 86400:.1f}d"
+    if abs(s) >= 60:
+        return f"{s:,.0f}s"
+    if abs(s) >= 1:
+        return f"{s:.3f}s"
+    return f"{ns / 1e6:.3f}ms"
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.1f}"
+    return f"{v:,}"
+
+
+def _table(console: Console, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="left" if i == 0 or h in ("worker", "output", "key", "kind", "start") else "right")
+    for r in rows:
+        t.add_row(*r)
+    if not rows:
+        t.add_row("(none)", *[""] * (len(headers) - 1))
+    console.print(t)
+    console.print()
+
+
+def print_report(console: Console, report: Record) -> None:
+    ov = report["overview"]
+    console.print(
+        f"{ov['files']:,} files, {ov['streams']:,} streams: {ov['messages']:,} messages, {ov['bytes']:,} bytes, "
+        f"{ov['errors']:,} errors, {ov['warnings']:,} warnings; {_ns(ov['first_ns'])} to {_ns(ov['last_ns'])}; "
+        f"rate {_num(ov['rate'])} msgs/s, peak {ov['peak_per_second']:,} in one second"
+    )
+    console.print()
+    _table(
+        console,
+        f"by {report['by']}",
+        (report["by"], "messages", "bytes", "msgs/s", "first", "last"),
+        [
+            (
+                str(g["name"]),
+                _num(g["messages"]),
+                _num(g["bytes"]),
+                _num(g["rate"]),
+                _ns(g["first_ns"]),
+                _ns(g["last_ns"]),
+            )
+            for g in report["groups"]
+        ],
+    )
+    _table(
+        console,
+        "problems",
+        ("kind", "severity", "count", "bytes skipped"),
+        [(p["kind"], p["severity"], _num(p["count"]), _num(p["skipped"])) for p in report["problems"]],
+    )
+    _table(
+        console,
+        "Delta sequences per (worker, output)",
+        ("worker", "output", "deltas", "gaps", "missing", "duplicates", "last sequence_no"),
+        [
+            (
+                s["worker"],
+                s["output"],
+                _num(s["deltas"]),
+                _num(s["gaps"]),
+                _num(s["missing"]),
+                _num(s["duplicates"]),
+                _num(s["last_sequence_no"]),
+            )
+            for s in report["sequences"]
+        ],
+    )
+    lag = report["watermark_lag"]
+    lag_rows = [] if lag["all"] is None else [("(all)", lag["all"])]
+    lag_rows += [(r["output"], r) for r in lag["outputs"]]
+    _table(
+        console,
+        "watermark lag (capture time minus watermark)",
+        ("output", "deltas", "p50", "p90", "p99", "max"),
+        [
+            (name, _num(r["deltas"]), _dur(r["p50"]), _dur(r["p90"]), _dur(r["p99"]), _dur(r["max"]))
+            for name, r in lag_rows
+        ],
+    )
+    _table(
+        console,
+        f"heartbeats (silence: an interval over {_dur(report['silence_ns'])})",
+        ("worker", "heartbeats", "min interval", "median", "max", "silences"),
+        [
+            (h["worker"], _num(h["heartbeats"]), _dur(h["min"]), _dur(h["median"]), _dur(h["max"]), _num(h["silences"]))
+            for h in report["heartbeats"]
+        ],
+    )
+    if report["silences"]:
+        _table(
+            console,
+            "silences",
+            ("worker", "start", "length"),
+            [(s["worker"], _ns(s["start_ns"]), _dur(s["length_ns"])) for s in report["silences"][:50]],
+        )
+    _table(
+        console,
+        "top keys by updates",
+        ("output", "key", "updates"),
+        [(k["output"], k["key"], _num(k["updates"])) for k in report["top_keys"]],
+    )

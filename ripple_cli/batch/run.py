@@ -1,0 +1,116 @@
+"""What export and stats share: inputs found, schema files read, Spark
+started, the two passes planned, with progress on stderr.  pyspark is
+imported here only when a run starts (job.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ripple_cli.cli.environment import Environment
+from ripple_cli.errors import UsageProblem
+from ripple_cli.sources.schema_files import load_schema_file, schema_paths
+
+from .inputs import InputFile, discover
+from .plan import Plan
+from .tasks import Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from rich.progress import Progress
+
+    from .job import Counters, ProgressWatcher, Session
+
+
+@dataclass(frozen=True)
+class BatchArgs:
+    inputs: tuple[str, ...]
+    schemas: tuple[str, ...]
+    master: str
+    conf: tuple[str, ...]
+    split_size: int
+    ports: tuple[int, ...]
+    max_flows: int
+    max_payload: int
+    quiet: bool
+
+
+class BatchRun:
+    def __init__(self, env: Environment, args: BatchArgs) -> None:
+        if args.split_size < 1:
+            raise UsageProblem("--split-size: must be at least 1 byte")
+        self.env = env
+        self.args = args
+        self.inputs: list[InputFile] = discover(args.inputs)
+        self.file_schemas = [load_schema_file(p) for p in schema_paths(args.schemas)]
+        self.settings = Settings(max_payload=args.max_payload, ports=frozenset(args.ports), max_flows=args.max_flows)
+        self.started = time.monotonic()
+
+    def note(self, text: str) -> None:
+        if not self.args.quiet:
+            self.env.stderr.write(text + "\n")
+            self.env.stderr.flush()
+
+    @contextmanager
+    def spark(self) -> Iterator[tuple[Session, ProgressWatcher]]:
+        try:
+            from . import job
+        except ImportError as e:  # pragma: no cover - the spark extra is part of the test extra
+            raise UsageProblem(
+                f"this command needs PySpark ({e.name} is not installed): pip install 'ripple-cli[spark]'"
+            ) from None
+        conf = job.parse_conf(self.args.conf)
+        session = job.start_session(self.args.master, conf)
+        failed = True
+        try:
+            with job.spark_errors(session), job.ProgressWatcher(session.spark, self._progress()) as watcher:
+                yield session, watcher
+            failed = False
+        finally:
+            session.stop(keep_log=failed)
+
+    def _progress(self) -> Progress | None:
+        if self.args.quiet or not self.env.stderr_isatty:
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(file=self.env.stderr, force_terminal=True, no_color=bool(self.env.environ.get("NO_COLOR")))
+        return Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("tasks"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+
+    def plan(self, session: Session, watcher: ProgressWatcher) -> Plan:
+        from . import job
+
+        watcher.label = "scan"
+        plan = job.plan_on_spark(session.spark, self.inputs, self.settings, self.args.split_size, self.file_schemas)
+        watcher.label = "decode"
+        return plan
+
+    def frame(self, session: Session, plan: Plan) -> tuple[DataFrame, Counters]:
+        from . import job
+
+        return job.rows_frame(session.spark, plan)
+
+    def describe_inputs(self, plan: Plan) -> str:
+        raw = sum(1 for i in self.inputs if not i.is_capture)
+        caps = len(self.inputs) - raw
+        size = sum(i.size for i in self.inputs)
+        rotated = f", {len(plan.rotated)} rotated connections" if plan.rotated else ""
+        return (
+            f"{len(self.inputs)} files ({raw} raw, {caps} captures), {size:,} bytes, "
+            f"{len(plan.tasks)} tasks{rotated}, {len(plan.settings.schemas)} schemas"
+        )
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started

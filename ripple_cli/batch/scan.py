@@ -1,0 +1,132 @@
+"""The first pass: what every decode task needs to know about the others.
+
+- Handshakes, wherever they are: their schemas serve every task (a byte
+  range far from its stream's Handshake, a capture of a connection that
+  declared its schemas in another file), and their worker and offset seed
+  the worker column of the ranges after them.
+- The connections of each capture, with whether they were cut by the
+  file's start or end: a connection cut in one file and present in another
+  is a rotated one, reassembled across its files (plan.py).
+
+A raw range is scanned fast: only envelopes whose header starts with the
+Handshake tag are looked at (a bytes search), then checked and decoded
+exactly.  A capture is read whole, as its decode task will.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+from dataclasses import dataclass, field
+
+from ripple_cli.capture.events import StreamEnd, StreamStart
+from ripple_cli.codec.crc import crc32c
+from ripple_cli.codec.envelope import CRC, HEADER, HEADER_SIZE, MAGIC, OVERHEAD, VERSION
+from ripple_cli.codec.errors import DecodeError
+from ripple_cli.codec.fast.lane import LaneKind
+from ripple_cli.codec.messages import HANDSHAKE, Handshake, read_payload
+from ripple_cli.codec.registry import SchemaRegistry
+from ripple_cli.codec.schema import Schema
+from ripple_cli.codec.stream import DeltaMode, Message
+from ripple_cli.sources.inputs import input_events
+
+from .tasks import CaptureFile, ConnKey, RawRange, Settings, conn_key, ripple_demux
+
+_HANDSHAKE_HEAD = MAGIC + bytes((VERSION, HANDSHAKE))
+
+
+@dataclass(frozen=True)
+class HandshakeSeen:
+    path: str
+    offset: int  # in the raw stream; -1 in a capture (where the decode task sees it in place)
+    worker: bytes
+    schemas: tuple[Schema, ...]
+
+
+@dataclass
+class ConnSeen:
+    path: str
+    connection: int
+    key: ConnKey
+    first_ns: int
+    cut: bool = False  # entered part-way (no SYN), or still open when the capture ended
+
+
+@dataclass
+class ScanResult:
+    handshakes: list[HandshakeSeen] = field(default_factory=list)
+    connections: list[ConnSeen] = field(default_factory=list)
+
+
+def scan_raw_range(task: RawRange, max_payload: int) -> ScanResult:
+    """The Handshakes whose envelope starts in [start, end)."""
+    out = ScanResult()
+    if task.start >= task.end:
+        return out
+    with open(task.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        size = len(mm)
+        stop = min(task.end + len(_HANDSHAKE_HEAD) - 1, size)
+        p = mm.find(_HANDSHAKE_HEAD, task.start, stop)
+        while p >= 0:
+            hs = _handshake_at(mm, p, size, max_payload)
+            if hs is not None:
+                out.handshakes.append(HandshakeSeen(task.path, p, hs.source_worker_id, _schemas(hs)))
+            p = mm.find(_HANDSHAKE_HEAD, p + 1, stop)
+    return out
+
+
+def _handshake_at(mm: mmap.mmap, p: int, size: int, max_payload: int) -> Handshake | None:
+    if p + OVERHEAD > size:
+        return None
+    length = HEADER.unpack_from(mm, p)[-1]
+    end = p + HEADER_SIZE + length
+    if not 0 <= length <= max_payload or end + 4 > size:
+        return None
+    if CRC.unpack_from(mm, end)[0] != crc32c(mm[p:end]):
+        return None
+    try:
+        body = read_payload(HANDSHAKE, mm[p + HEADER_SIZE : end])
+    except DecodeError:
+        return None
+    return body if isinstance(body, Handshake) else None
+
+
+def _schemas(hs: Handshake) -> tuple[Schema, ...]:
+    return tuple(schema for _output, schema in hs.output_schemas)
+
+
+def scan_capture(task: CaptureFile, settings: Settings) -> ScanResult:
+    """The capture's Handshakes (decoded as its decode task will find them)
+    and its connections."""
+    out = ScanResult()
+    # RAW: no Delta needs decoding here; the fast lane (when built) takes
+    # every envelope but the Handshakes, which come out as messages.
+    demux = ripple_demux(task.path, settings, DeltaMode.RAW, lane=LaneKind.COUNT, registry=SchemaRegistry())
+    conns: dict[int, ConnSeen] = {}
+    for ev in input_events(task.path, io.BytesIO(), settings.ports, settings.max_flows):
+        st = ev.stream
+        if st is not None:
+            if isinstance(ev, StreamStart):
+                seen = conns.get(st.connection)
+                if seen is None:
+                    seen = conns[st.connection] = ConnSeen(task.path, st.connection, conn_key(st), ev.time_ns or 0)
+                seen.cut |= not ev.syn_seen
+            elif isinstance(ev, StreamEnd) and ev.reason == "end of capture":
+                conns[st.connection].cut = True
+        for _origin, item in demux.feed_batches(ev):
+            _note(out, task.path, item)
+    for _origin, item in demux.finish_batches():
+        _note(out, task.path, item)
+    out.connections = [conns[n] for n in sorted(conns)]
+    return out
+
+
+def _note(out: ScanResult, path: str, item: object) -> None:
+    if isinstance(item, Message) and isinstance(item.body, Handshake):
+        out.handshakes.append(HandshakeSeen(path, -1, item.body.source_worker_id, _schemas(item.body)))
+
+
+def scan_task(task: RawRange | CaptureFile, settings: Settings) -> ScanResult:
+    if isinstance(task, RawRange):
+        return scan_raw_range(task, settings.max_payload)
+    return scan_capture(task, settings)

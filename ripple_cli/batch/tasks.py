@@ -1,0 +1,289 @@
+"""The work of one batch task, the same in a Spark executor and in-process.
+
+Three kinds of decode task (plan.py makes them):
+
+  RawRange     a byte range of a raw stream (split.py says where it starts
+               and which rows it keeps)
+  CaptureFile  a whole pcap or pcapng (captures cannot be split safely:
+               a packet boundary says nothing about a TCP stream's), every
+               connection reassembled and decoded in the task, except those
+               continued in another file
+  Rotated      one connection whose packets are spread over several files
+               (rotated captures): `rotated_frames` gives each file's
+               packets of such connections, keyed by connection, for a
+               shuffle; `rotated_rows` reassembles one connection's packets
+               in file order and decodes them
+
+Every task decodes with the existing codec (StreamDecoder, Demux, the
+capture reader and reassembler) and builds its rows with rows.RowBuilder.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from ripple_cli.capture.events import CaptureEvent, Endpoint, StreamId
+from ripple_cli.capture.formats import sniff_format
+from ripple_cli.capture.packets import address_text, decode_frame
+from ripple_cli.capture.pcapfile import read_pcap, read_pcapng
+from ripple_cli.capture.reader import CaptureOptions, frame_events
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
+from ripple_cli.codec.fast.lane import LaneKind
+from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.registry import SchemaRegistry
+from ripple_cli.codec.schema import Schema
+from ripple_cli.codec.stream import DeltaMode, Event, Message, StreamDecoder
+from ripple_cli.flow.demux import Demux, Output
+from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
+from ripple_cli.sources.inputs import input_events
+
+from .rows import Row, RowBuilder, Where
+from .split import first_envelope
+
+CHUNK = 1 << 20
+
+# A connection's identity across capture files: its two endpoints, sorted
+# (which side is the client is a guess when a file starts mid-connection).
+ConnKey = tuple[str, str]
+
+
+def conn_key(stream: StreamId) -> ConnKey:
+    a, b = str(stream.client), str(stream.server)
+    return (a, b) if a <= b else (b, a)
+
+
+def segment_key(src: bytes, sport: int, dst: bytes, dport: int) -> ConnKey:
+    a, b = str(Endpoint(address_text(src), sport)), str(Endpoint(address_text(dst), dport))
+    return (a, b) if a <= b else (b, a)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every task needs besides its own input; small and picklable."""
+
+    schemas: tuple[Schema, ...] = ()  # --schemas files, then every Handshake's of the inputs (later wins)
+    max_payload: int = DEFAULT_MAX_PAYLOAD
+    ports: frozenset[int] = frozenset()  # --port: Ripple connections by port; empty: by content
+    max_flows: int = 10000
+
+    def registry(self) -> SchemaRegistry:
+        registry = SchemaRegistry()
+        for s in self.schemas:
+            registry.add(s)
+        return registry
+
+    def capture_options(self) -> CaptureOptions:
+        return CaptureOptions(ports=self.ports, max_flows=self.max_flows)
+
+
+@dataclass(frozen=True)
+class RawRange:
+    path: str
+    size: int
+    start: int
+    end: int
+    worker: bytes | None = None  # the worker of the last Handshake before `start`
+
+
+@dataclass(frozen=True)
+class CaptureFile:
+    path: str
+    rotated: frozenset[ConnKey] = frozenset()  # connections left to Rotated tasks
+
+
+@dataclass(frozen=True)
+class RotatedPart:
+    """One file's share of the rotated connections: its packets of them."""
+
+    path: str
+    rank: int  # the file's place in capture order among the input captures
+    keys: frozenset[ConnKey]
+
+
+@dataclass(frozen=True)
+class ConnPart:
+    """Where one connection appears in one capture file."""
+
+    path: str
+    rank: int
+    connection: int  # its number in that file
+    first_ns: int
+
+
+@dataclass(frozen=True)
+class Rotated:
+    key: ConnKey
+    parts: tuple[ConnPart, ...] = field(default=())  # in capture order
+
+    def where(self, stream: StreamId, time_ns: int | None) -> Where:
+        """The file (and its connection number) a row is attributed to: the
+        last of the connection's files that had begun by `time_ns`."""
+        part = self.parts[0]
+        if time_ns is not None:
+            for p in self.parts:
+                if p.first_ns <= time_ns:
+                    part = p
+        return Where(part.path, StreamId(part.connection, stream.client, stream.server, stream.from_client))
+
+
+Task = RawRange | CaptureFile
+
+
+def ripple_demux(
+    source: str,
+    settings: Settings,
+    mode: DeltaMode,
+    want: Callable[[StreamId | None], bool] | None = None,
+    lane: LaneKind | None = None,
+    registry: SchemaRegistry | None = None,
+) -> Demux:
+    """A Demux that decodes Ripple connections only (found by content, or
+    by --port): the table has Ripple's columns.  The sibling protocols may
+    have tables of their own later."""
+    choice = ProtocolChoice(protocol=RIPPLE, ports=settings.ports)
+    reg = settings.registry() if registry is None else registry
+    return Demux(source, reg, mode, settings.max_payload, want=want, choice=choice, lane=lane)
+
+
+class DemuxRows:
+    """Demux outputs to rows: one RowBuilder per stream direction."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.builders: dict[StreamId | None, RowBuilder] = {}
+
+    def builder(self, stream: StreamId | None) -> RowBuilder:
+        b = self.builders.get(stream)
+        if b is None:
+            b = self.builders[stream] = RowBuilder(Where(self.source, stream))
+        return b
+
+    def rows(self, outputs: list[Output]) -> Iterator[Row]:
+        for origin, item in outputs:
+            b = self.builder(origin.stream)
+            if isinstance(item, Message):
+                yield b.message(item, origin.time_ns)
+            elif isinstance(item, Problem):
+                yield b.problem(item, origin.time_ns)
+
+
+# ------------------------------------------------------------------ raw
+
+
+def raw_range_rows(task: RawRange, settings: Settings) -> Iterator[Row]:
+    """The rows of the messages and problems that start in [start, end)."""
+    if task.start >= task.end:
+        return
+    with open(task.path, "rb") as f:
+
+        def read(offset: int, n: int) -> bytes:
+            f.seek(offset)
+            return f.read(n)
+
+        # The first range starts at 0 whatever is there (garbage at the head
+        # of a file is a problem of the first range); the others at their
+        # first whole envelope: the bytes before it belong to the range
+        # before, whose decoder went on past its end to reach it.
+        first = 0 if task.start == 0 else first_envelope(read, task.start, task.end, task.size, settings.max_payload)
+        if first is None:
+            return
+        decoder = StreamDecoder(settings.registry(), DeltaMode.DECODE, settings.max_payload, start_offset=first)
+        builder = RowBuilder(Where(task.path), task.worker)
+        f.seek(first)
+        while True:
+            chunk = f.read(CHUNK)
+            events = decoder.feed(chunk) if chunk else decoder.finish()
+            for ev in events:
+                if ev.offset >= task.end:
+                    return
+                yield _row(builder, ev)
+            if not chunk:
+                return
+
+
+def _row(builder: RowBuilder, ev: Event) -> Row:
+    if isinstance(ev, Problem):
+        return builder.problem(ev, None)
+    return builder.message(ev, None)
+
+
+# ------------------------------------------------------------------ captures
+
+
+def capture_rows(task: CaptureFile, settings: Settings) -> Iterator[Row]:
+    rotated = task.rotated
+
+    def want(stream: StreamId | None) -> bool:
+        return stream is None or conn_key(stream) not in rotated
+
+    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want)
+    out = DemuxRows(task.path)
+    for ev in input_events(task.path, io.BytesIO(), settings.ports, settings.max_flows):
+        yield from out.rows(demux.feed(ev))
+    yield from out.rows(demux.finish())
+
+
+Frame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
+
+
+def read_frames(path: str) -> Iterator[tuple[int, int, bytes]]:
+    """The frames of a capture (notes about the file are the CaptureFile task's)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+        fmt = sniff_format(head)
+        reader = read_pcap(f, head) if fmt == "pcap" else read_pcapng(f, head) if fmt == "pcapng" else iter(())
+        for item in reader:
+            if isinstance(item, tuple):
+                yield item
+
+
+def rotated_frames(task: RotatedPart) -> Iterator[tuple[ConnKey, Frame]]:
+    """This file's packets of the rotated connections, keyed for the shuffle."""
+    keys = task.keys
+    for i, (time_ns, lt, frame) in enumerate(read_frames(task.path)):
+        seg = decode_frame(lt, frame)
+        if isinstance(seg, tuple):
+            key = segment_key(seg[0], seg[2], seg[1], seg[3])
+            if key in keys:
+                yield key, (task.rank, i, time_ns, lt, frame)
+
+
+def rotated_rows(group: Rotated, frames: Iterable[Frame], settings: Settings) -> Iterator[Row]:
+    """One connection's packets from all its files, reassembled in capture
+    order (file, then packet) as if they were one capture, and decoded."""
+    ordered = sorted(frames, key=lambda fr: (fr[0], fr[1]))
+    name = group.parts[0].path
+    events: Iterator[CaptureEvent] = frame_events(
+        ((t, lt, fr) for _r, _i, t, lt, fr in ordered), name, settings.capture_options()
+    )
+    demux = ripple_demux(name, settings, DeltaMode.DECODE)
+    builders: dict[StreamId, RowBuilder] = {}
+    for origin, item in _all_outputs(demux, events):
+        st = origin.stream
+        if st is None:
+            continue  # notes about a file are its CaptureFile task's
+        b = builders.get(st)
+        if b is None:
+            b = builders[st] = RowBuilder(Where(name, st))
+        if isinstance(item, Message):
+            row = b.message(item, origin.time_ns)
+        elif isinstance(item, Problem):
+            row = b.problem(item, origin.time_ns)
+        else:
+            continue
+        row.update(group.where(st, origin.time_ns).columns())
+        yield row
+
+
+def _all_outputs(demux: Demux, events: Iterable[CaptureEvent]) -> Iterator[Output]:
+    for ev in events:
+        yield from demux.feed(ev)
+    yield from demux.finish()
+
+
+def task_rows(task: Task, settings: Settings) -> Iterator[Row]:
+    if isinstance(task, RawRange):
+        return raw_range_rows(task, settings)
+    return capture_rows(task, settings)

@@ -1,0 +1,104 @@
+"""`ripple stats`: counts, rates, problems, sequence gaps, watermark lags,
+heartbeat silences and top keys of capture sets, on Spark."""
+
+from __future__ import annotations
+
+import click
+
+from ripple_cli.batch.run import BatchArgs, BatchRun
+from ripple_cli.batch.stats import BY_CHOICES, NS, StatsOptions
+from ripple_cli.cli.batch_options import batch_options
+from ripple_cli.cli.environment import Environment
+
+
+@click.command()
+@click.option(
+    "--by",
+    type=click.Choice(BY_CHOICES),
+    default="type",
+    show_default=True,
+    help="How the main table groups messages: by message type, connection (stream direction), "
+    "Delta output, or (output, key).",
+)
+@click.option(
+    "--format",
+    "-F",
+    "fmt",
+    type=click.Choice(("table", "json")),
+    default="table",
+    show_default=True,
+    help="table: rich tables; json: one JSON object (shape version 1), for scripts.",
+)
+@click.option(
+    "--plot", "plot_dir", type=click.Path(file_okay=False), metavar="DIR", help="Also write PNG charts to DIR."
+)
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="How many keys to list.")
+@click.option(
+    "--silence",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A worker is silent when its heartbeats are further apart than this.",
+)
+@batch_options
+@click.pass_obj
+def stats(
+    env: Environment,
+    by: str,
+    fmt: str,
+    plot_dir: str | None,
+    top: int,
+    silence: float,
+    inputs: tuple[str, ...],
+    schemas: tuple[str, ...],
+    master: str,
+    conf: tuple[str, ...],
+    split_size: int,
+    ports: tuple[int, ...],
+    max_flows: int,
+    max_payload: int,
+    quiet: bool,
+) -> int:
+    """Figures about INPUT... (files, directories, globs; raw streams, pcap
+    and pcapng, mixed), computed on Spark (embedded local Spark by default):
+    messages and bytes by type, rates, problems by kind, Delta sequence gaps
+    and duplicates per (worker, output), watermark lag percentiles,
+    heartbeat intervals and silences, top keys by updates.
+
+    Exit status 0 once the figures are printed: problems found in the input
+    are among them.
+    """
+    opts = StatsOptions(by=by, top=top, silence_ns=round(silence * NS))
+    run = BatchRun(env, BatchArgs(inputs, schemas, master, conf, split_size, ports, max_flows, max_payload, quiet))
+    if plot_dir is not None:
+        from ripple_cli.batch.plots import require_matplotlib
+
+        require_matplotlib()  # fail before the job if matplotlib is missing
+    with run.spark() as (session, watcher):
+        from ripple_cli.batch import job
+
+        plan = run.plan(session, watcher)
+        frame, _counters = run.frame(session, plan)
+        report, timelines = job.run_stats(session.spark, frame, opts, plots=plot_dir is not None)
+    if fmt == "json":
+        from ripple_cli.render.json import dumps
+
+        env.stdout.write(dumps(report) + b"\n")
+        env.stdout.flush()
+    else:
+        from ripple_cli.batch.report import print_report
+        from ripple_cli.render.table import make_console
+
+        console, stream = make_console(env)
+        print_report(console, report)
+        stream.flush()
+        stream.detach()
+    if plot_dir is not None:
+        from ripple_cli.batch.plots import write_plots
+
+        assert timelines is not None
+        for path in write_plots(plot_dir, report, timelines):
+            run.note(f"stats: wrote {path}")
+    run.note(f"stats: {run.describe_inputs(plan)}; in {run.elapsed():.1f} s")
+    return 0
