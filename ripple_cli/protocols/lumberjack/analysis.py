@@ -107,8 +107,8 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
             self._event(msg, out)
         elif msg.type == "Compressed":
             self._writer_version(msg, out)
-            if msg.fields.get("inflated_size") is None and self.current is not None:
-                self.current.opaque = True  # its events are in bytes that could not be inflated
+            if not msg.fields.get("complete") and self.current is not None:
+                self.current.opaque = True  # some of its events are in bytes that could not be read
         return out
 
     def close(self) -> list[Problem]:

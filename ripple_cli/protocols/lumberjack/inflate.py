@@ -11,6 +11,10 @@ import zlib
 from dataclasses import dataclass
 
 _PIECE = 1 << 16  # compressed bytes handed to zlib at a time: a corrupt stream still yields what came before
+# Inflated bytes asked for at a time: zlib builds each call's output in a
+# buffer of its own before handing it over, so one call for the whole bound
+# would briefly hold it twice.
+_STEP = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +37,7 @@ def inflate(payload: bytes, limit: int) -> Inflated:
             # with max_length, output may still be pending once the input is
             # all consumed (the rest of a long match), so an empty call follows.
             while not d.eof:
-                chunk = d.decompress(piece, limit + 1 - size)
+                chunk = d.decompress(piece, min(_STEP, limit + 1 - size))
                 size += len(chunk)
                 out.append(chunk)
                 if size > limit:

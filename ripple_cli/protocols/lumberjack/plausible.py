@@ -87,9 +87,13 @@ def header(
             return Verdict.NO, None
         return Verdict.YES, p + 10 + length
     assert kind == DATA
-    if n - p < 14:
+    if n - p < 10:
         return Verdict.MORE, None
     _seq, pairs = SEQ_LEN.unpack_from(buf, p + 2)
-    if not 1 <= pairs <= MAX_PLAUSIBLE_PAIRS or not 1 <= U32.unpack_from(buf, p + 10)[0] <= MAX_PLAUSIBLE_KEY:
+    if not 1 <= pairs <= MAX_PLAUSIBLE_PAIRS:
+        return Verdict.NO, None
+    if n - p < 14:
+        return Verdict.MORE, None
+    if not 1 <= U32.unpack_from(buf, p + 10)[0] <= MAX_PLAUSIBLE_KEY:
         return Verdict.NO, None
     return Verdict.YES, None

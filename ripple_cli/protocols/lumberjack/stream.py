@@ -261,7 +261,7 @@ class LumberjackStream(StreamDissector):
         where = f"the C frame at offset {top}" + (f" (nested {depth} deep)" if depth else "")
         inner: list[Item] = []
         problems: list[Problem] = []
-        extra: dict[str, Any] = {"inflated_size": None, "frames": None}
+        extra: dict[str, Any] = {"inflated_size": None, "frames": None, "complete": False}
         if depth >= MAX_NESTING:
             problems.append(Problem(top, "inflate_limit", f"{where}: C frames nested more than {MAX_NESTING} deep"))
         else:
@@ -278,20 +278,28 @@ class LumberjackStream(StreamDissector):
             else:
                 budget.bytes -= len(inflated.data)
                 extra.update(inflated_size=len(inflated.data))
-                extra["frames"] = self._inner(inflated.data, top, where, budget, depth, inner)
+                # A zlib stream cut short or corrupt usually ends mid-frame:
+                # that is its fault, reported once as bad_zlib.
+                whole = inflated.error is None
+                extra["frames"], read_all = self._inner(inflated.data, top, where, budget, depth, whole, inner)
+                extra["complete"] = whole and read_all
                 if inflated.error is not None:
                     problems.append(Problem(top, "bad_zlib", f"{where}: {inflated.error}"))
         out.append(self._message(frame, offset, size, inside, extra))
         out.extend(inner)
         out.extend(problems)
 
-    def _inner(self, data: bytes, top: int, where: str, budget: _Budget, depth: int, out: list[Item]) -> int:
+    def _inner(
+        self, data: bytes, top: int, where: str, budget: _Budget, depth: int, whole: bool, out: list[Item]
+    ) -> tuple[int, bool]:
         """Decode the inflated bytes of a C frame (whole frames only): how
-        many frames it holds directly."""
+        many frames it holds directly, and whether all of them were read."""
         p, n, count = 0, len(data), 0
         while p < n:
             r = read_frame(data, p, n, self.options.max_payload)
             if isinstance(r, Need):
+                if not whole:
+                    return count, False
                 kind = TYPE_LETTERS.get(data[p + 1], "?") if n - p > 1 else "?"
                 out.append(
                     Problem(
@@ -300,14 +308,14 @@ class LumberjackStream(StreamDissector):
                         f"{where}: its inflated data ends inside a {kind} frame (at inflated byte {p}, {n - p} left)",
                     )
                 )
-                break
+                return count, False
             if isinstance(r, Invalid):
                 left = f"; the last {n - p} inflated bytes are skipped"
                 out.append(Problem(top, r.kind, f"{where}, inflated byte {p}: {r.detail}{left}"))
-                break
+                return count, False
             if budget.frames == 0:
                 out.append(Problem(top, "inflate_limit", f"{where} holds more than {MAX_INNER_FRAMES} frames"))
-                break
+                return count, False
             budget.frames -= 1
             frame, end = r
             count += 1
@@ -316,7 +324,7 @@ class LumberjackStream(StreamDissector):
             else:
                 self._simple(frame, top, 0, top, out)
             p = end
-        return count
+        return count, True
 
 
 def _plausible_key(key: bytes) -> bool:

@@ -6,7 +6,8 @@ has): `version`, then per type
     Ack         seq, keepalive (seq 0)
     Data        seq, pairs (the pair count), event (an object: key -> value)
     Json        seq, length, event (the parsed document; null when invalid), payload (only when invalid)
-    Compressed  length, inflated_size, frames (frames directly inside; both null when not inflated)
+    Compressed  length, inflated_size, frames (frames directly inside; both null when not inflated),
+                complete (every frame inside was read: false after bad_zlib, inflate_limit...)
 and `in_compressed` on every frame found inside a `C` frame.
 """
 

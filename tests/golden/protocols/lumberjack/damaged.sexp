@@ -1,0 +1,7 @@
+(lumberjack(Window((version 2)(count 1))))
+(lumberjack(Json((version 2)(seq 1)(json"{\"m\":1}"))))
+(lumberjack(Window((version 2)(count 1))))
+(lumberjack(Json((version 2)(seq 1)(json"{\"m\":2}"))))
+(lumberjack(Window((version 2)(count 1))))
+(lumberjack(Window((version 2)(count 1))))
+(lumberjack(Json((version 2)(seq 1)(json"{\"m\":3}"))))

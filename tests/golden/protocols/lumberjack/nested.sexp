@@ -1,0 +1,5 @@
+(lumberjack(Window((version 2)(count 2))))
+(lumberjack(Compressed((version 2)(zlib"x\2183rf``\144\169\152c\252))!!\129%i^\214\210\024U\237\165S\174\\aZ\026\197\160\212\204\226o\228\005T\193\004\196\252\213J\185JVJ\197\025\13799\249\229J\181\000 s\017\148"))))
+(lumberjack(Compressed((version 2)(zlib"x\1563\242b```\004b\158j\165\\%+\165\148\212\212\002\165Z\000\"\131\004O")(in_compressed 6))))
+(lumberjack(Json((version 2)(seq 1)(json"{\"m\":\"deep\"}")(in_compressed 6))))
+(lumberjack(Json((version 2)(seq 2)(json"{\"m\":\"shallow\"}")(in_compressed 6))))

@@ -1,0 +1,8 @@
+(lumberjack(Window((version 2)(count 3))))
+(lumberjack(Compressed((version 2)(zlib"x\1563\242b```\004b\241j\165\220\212\226\226\196\244T%+\165\140\212\156\156|\133\252\188T\165Z#\144\002&t\005%\229\249J:JyJVF\016\005\204@\172\130\162 \163(5\021\168\164$1\189X\201*Z)\017\200NR\138\173\005\000\241h\028d"))))
+(lumberjack(Json((version 2)(seq 1)(json"{\"message\":\"hello one\"}")(in_compressed 6))))
+(lumberjack(Json((version 2)(seq 2)(json"{\"message\":\"two\",\"n\":2}")(in_compressed 6))))
+(lumberjack(Json((version 2)(seq 3)(json"{\"message\":\"three\",\"tags\":[\"a\",\"b\"]}")(in_compressed 6))))
+(lumberjack(Window((version 2)(count 1))))
+(lumberjack(Compressed((version 2)(zlib"x\1563\242b```\004b\151j\165\220\212\226\226\196\244T%+\165\196\180\146\212\"\133\228\252\188\188\212\228\018%\029\165\188\212\226\146\212\020%\171j\165\n%+C=S\029\165\252l%\171\146\162\210T\160\\~\030PK^iNNm-\000J\207\023\133"))))
+(lumberjack(Json((version 2)(seq 1)(json"{\"message\":\"after connect\",\"nested\":{\"x\":1.5,\"ok\":true,\"none\":null}}")(in_compressed 102))))

@@ -1,0 +1,154 @@
+"""Helpers for the Lumberjack tests: frame builders (written here, not taken
+from the code under test), fixture reading, decoding in any chunking, and
+the items as JSON lines."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ripple_cli.codec.problems import Problem
+from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage
+from ripple_cli.protocols.lumberjack import LumberjackDissector
+from ripple_cli.protocols.lumberjack.stream import LumberjackStream
+
+ROOT = Path(__file__).resolve().parents[3]
+GOLDEN = ROOT / "tests" / "golden" / "protocols" / "lumberjack"
+DISSECTOR = LumberjackDissector()
+
+
+def u32(n: int) -> bytes:
+    return struct.pack(">I", n)
+
+
+def W(n: int, v: bytes = b"2") -> bytes:
+    return v + b"W" + u32(n)
+
+
+def A(n: int, v: bytes = b"2") -> bytes:
+    return v + b"A" + u32(n)
+
+
+def J(seq: int, payload: bytes, v: bytes = b"2") -> bytes:
+    return v + b"J" + u32(seq) + u32(len(payload)) + payload
+
+
+def D(seq: int, pairs: Sequence[tuple[bytes, bytes]], v: bytes = b"1") -> bytes:
+    out = v + b"D" + u32(seq) + u32(len(pairs))
+    for k, val in pairs:
+        out += u32(len(k)) + k + u32(len(val)) + val
+    return out
+
+
+def C(payload: bytes, v: bytes = b"2") -> bytes:
+    return v + b"C" + u32(len(payload)) + payload
+
+
+def read_hex(path: Path) -> bytes:
+    """A fixture: hex digits, blanks and `#` comment lines."""
+    lines = [ln.split("#", 1)[0] for ln in path.read_text().splitlines()]
+    return bytes.fromhex("".join("".join(lines).split()))
+
+
+def bytewise(data: bytes) -> list[bytes]:
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+def split(data: bytes, rng: random.Random, most: int) -> list[bytes]:
+    out, at = [], 0
+    while at < len(data):
+        n = rng.randint(1, most)
+        out.append(data[at : at + n])
+        at += n
+    return out
+
+
+def decode(
+    data: bytes,
+    pieces: Iterable[bytes] | None = None,
+    options: DissectOptions | None = None,
+    from_client: bool | None = None,
+) -> list[Item]:
+    stream = LumberjackStream(options or DissectOptions(), from_client)
+    out: list[Item] = []
+    for piece in pieces if pieces is not None else [data]:
+        out += stream.feed(piece)
+    out += stream.finish()
+    return out
+
+
+def messages(items: Iterable[Item]) -> list[ProtoMessage]:
+    return [i for i in items if isinstance(i, ProtoMessage)]
+
+
+def problems(items: Iterable[Item]) -> list[Problem]:
+    return [i for i in items if isinstance(i, Problem)]
+
+
+def kinds(items: Iterable[Item]) -> list[tuple[int, str]]:
+    return [(p.offset, p.kind) for p in problems(items)]
+
+
+def texts(items: Iterable[Item]) -> list[bytes]:
+    return [m.line for m in messages(items)]
+
+
+def item_json(item: Item) -> dict[str, object]:
+    if isinstance(item, ProtoMessage):
+        return item.to_json({"v": 1})
+    return {
+        "problem": item.kind,
+        "offset": item.offset,
+        "severity": str(item.severity),
+        "detail": item.detail,
+        "skipped": item.skipped,
+    }
+
+
+def jsonl(items: Iterable[Item]) -> bytes:
+    return b"".join(json.dumps(item_json(i), ensure_ascii=False).encode() + b"\n" for i in items)
+
+
+def events(items: Iterable[Item]) -> list[tuple[int, object]]:
+    """(seq, event) of every Data and Json message, in stream order."""
+    return [(m.fields["seq"], m.fields["event"]) for m in messages(items) if m.type in ("Data", "Json")]
+
+
+def split_frames(data: bytes) -> list[bytes]:
+    """The whole frames of a clean frame stream, each as its bytes: the
+    tests' own reading of the layout, to check the decoder against."""
+    out, p = [], 0
+    while p < len(data):
+        kind = data[p + 1 : p + 2]
+        if kind in (b"W", b"A"):
+            end = p + 6
+        elif kind == b"C":
+            end = p + 6 + struct.unpack_from(">I", data, p + 2)[0]
+        elif kind == b"J":
+            end = p + 10 + struct.unpack_from(">I", data, p + 6)[0]
+        elif kind == b"D":
+            end = p + 10
+            for _ in range(struct.unpack_from(">I", data, p + 6)[0]):
+                end += 4 + struct.unpack_from(">I", data, end)[0]
+                end += 4 + struct.unpack_from(">I", data, end)[0]
+        else:
+            raise ValueError(f"no frame at {p}: {data[p : p + 2]!r}")
+        assert end <= len(data), "a partial frame"
+        out.append(data[p:end])
+        p = end
+    return out
+
+
+def expanded(frame: bytes) -> list[bytes]:
+    """The frames a C frame holds, depth first (nested C frames followed by
+    their own frames), as the decoder lists them."""
+    out = []
+    for inner in split_frames(zlib.decompress(frame[6:])):
+        out.append(inner)
+        if inner[1:2] == b"C":
+            out += expanded(inner)
+    return out

@@ -1,0 +1,103 @@
+"""Golden fixtures of Lumberjack (tests/golden/protocols/lumberjack/*.hex),
+real writers' bytes among them: bytes -> text and JSON (exact lines,
+problems included) -> bytes again, in every chunking.
+
+RIPPLE_UPDATE_GOLDEN=1 rewrites the expected .sexp and .jsonl files."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from ljkit import DISSECTOR, GOLDEN, bytewise, decode, expanded, jsonl, messages, problems, read_hex, split, texts
+
+from ripple_cli.protocols.base import ProtoMessage
+from ripple_cli.sexp.parse import parse_many, parse_one
+from tests.conftest import golden
+
+FIXTURES = sorted(GOLDEN.glob("*.hex"))
+DAMAGED = {"damaged"}  # fixtures with bytes that are no frame
+
+
+def test_there_are_fixtures() -> None:
+    assert [p.stem for p in FIXTURES] == [
+        "acks",
+        "bad-zlib",
+        "damaged",
+        "nested",
+        "odd",
+        "v1-compressed",
+        "v1-protocol",
+        "v2-client",
+        "v2-json",
+    ]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_text_and_json_are_the_golden_ones(path: Path) -> None:
+    items = decode(read_hex(path))
+    golden(f"protocols/lumberjack/{path.stem}.sexp", b"".join(line + b"\n" for line in texts(items)))
+    golden(f"protocols/lumberjack/{path.stem}.jsonl", jsonl(items))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_each_text_encodes_to_its_bytes(path: Path) -> None:
+    """Outer frames give back the stream (damage aside); a frame from inside
+    a C frame gives its own bytes: the C frame's inflated frames, in order,
+    nested ones after the C frame holding them."""
+    data = read_hex(path)
+    items = decode(data)
+    rebuilt = b""
+    inner: dict[int, list[bytes]] = {}
+    for msg in messages(items):
+        encoded = DISSECTOR.encode(parse_one(msg.line))
+        assert DISSECTOR.encode(parse_one(msg.hum)) == encoded
+        if "in_compressed" in msg.fields:
+            assert msg.size == 0 and msg.offset == msg.fields["in_compressed"]
+            inner.setdefault(msg.offset, []).append(encoded)
+        else:
+            assert encoded == data[msg.offset : msg.offset + msg.size]
+            rebuilt += encoded
+    if path.stem not in DAMAGED:
+        assert rebuilt == data
+    if not problems(items):
+        for offset, frames in inner.items():
+            (c_frame,) = [m for m in messages(items) if m.offset == offset and m.size]
+            assert frames == expanded(data[offset : offset + c_frame.size])
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_every_chunking_decodes_the_same(path: Path) -> None:
+    data = read_hex(path)
+    whole = jsonl(decode(data))
+    assert jsonl(decode(data, pieces=bytewise(data))) == whole
+    rng = random.Random(path.stem)
+    for _ in range(20):
+        assert jsonl(decode(data, pieces=split(data, rng, rng.choice((3, 17, 200))))) == whole
+
+
+def test_golden_text_reads_back_whole() -> None:
+    """The .sexp files as a whole parse, and each line encodes."""
+    for path in GOLDEN.glob("*.sexp"):
+        for sexp in parse_many(path.read_bytes()):
+            assert DISSECTOR.encode(sexp)
+
+
+def test_the_real_client_batches_as_captured() -> None:
+    """lumberjack-client's bytes: W 3 then C(J 1..3), W 1 then C(J 1), pako's zlib."""
+    items = decode(read_hex(GOLDEN / "v2-client.hex"))
+    assert problems(items) == []
+    got = [(m.type, m.offset, m.fields.get("seq"), m.fields.get("count")) for m in messages(items)]
+    assert got == [
+        ("Window", 0, None, 3),
+        ("Compressed", 6, None, None),
+        ("Json", 6, 1, None),
+        ("Json", 6, 2, None),
+        ("Json", 6, 3, None),
+        ("Window", 96, None, 1),
+        ("Compressed", 102, None, None),
+        ("Json", 102, 1, None),
+    ]
+    c = messages(items)[1]
+    assert isinstance(c, ProtoMessage) and c.line.startswith(b'(lumberjack(Compressed((version 2)(zlib"x\\156')
