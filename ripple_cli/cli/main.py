@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schema": ("ripple_cli.cli.commands.schema", "schema", "Show, check and extract schemas."),
     "tap": ("ripple_cli.cli.commands.tap", "tap", "Decode live traffic: a transparent proxy, or sniffing."),
     "replay": ("ripple_cli.cli.commands.replay", "replay", "Send a recorded stream or capture to a consumer, paced."),
+    "export": ("ripple_cli.cli.commands.export", "export", "Decode capture sets into a table (Parquet, ...) on Spark."),
+    "stats": ("ripple_cli.cli.commands.stats", "stats", "Counts, gaps, lags and silences of capture sets (Spark)."),
 }
 
 
