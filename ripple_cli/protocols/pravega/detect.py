@@ -11,7 +11,6 @@ connection of another protocol.
 
 from __future__ import annotations
 
-from ripple_cli.codec.problems import Severity
 from ripple_cli.protocols.base import Detection
 from ripple_cli.protocols.pravega.commands import (
     APPEND_BLOCK,
@@ -24,7 +23,7 @@ from ripple_cli.protocols.pravega.commands import (
     SEGMENT_READ,
     TOP_LEVEL,
 )
-from ripple_cli.protocols.pravega.wire import HEADER, LAYOUTS, read_body
+from ripple_cli.protocols.pravega.wire import HEADER, LAYOUTS, reads_cleanly
 
 DETECT_WINDOW = 64 << 10  # a first command longer than this is judged on its header and first fields
 MAX_VERSION = 0xFFFF  # wire versions are small numbers (17 in 2025)
@@ -64,16 +63,10 @@ def detect(head: bytes) -> Detection:
         return Detection.YES if _leading_fields(code, length, head[HEADER_SIZE:DETECT_WINDOW]) else Detection.NO
     if len(head) < size + HEADER_SIZE:
         return Detection.MORE
-    if not _clean(code, head[HEADER_SIZE:size]):
+    if not reads_cleanly(code, head[HEADER_SIZE:size]):
         return Detection.NO
     code2, length2 = HEADER.unpack_from(head, size)
     return Detection.YES if code2 in TOP_LEVEL and 0 <= length2 <= MAX_BODY else Detection.NO
-
-
-def _clean(code: int, body: bytes) -> bool:
-    """Does the body read as the layout says, with nothing odd about it?"""
-    cmd = read_body(code, body)
-    return cmd.raw is None and not cmd.trailing and not any(n.severity is Severity.ERROR for n in cmd.notes)
 
 
 def _i32(b: bytes, at: int) -> int:

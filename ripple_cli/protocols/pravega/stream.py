@@ -39,7 +39,7 @@ from ripple_cli.protocols.pravega.commands import (
     side_of,
 )
 from ripple_cli.protocols.pravega.text import summary, to_fields, to_sexp
-from ripple_cli.protocols.pravega.wire import HEADER, Command, Data, MString, read_body
+from ripple_cli.protocols.pravega.wire import HEADER, Command, Data, MString, read_body, reads_cleanly
 
 PROTOCOL = "pravega"
 MAX_TRACKED_READS = 64  # segments whose cut event a direction remembers
@@ -77,6 +77,10 @@ def message(cmd: Command, offset: int, size: int, from_client: bool | None) -> P
         summary=summary(cmd),
         direction=direction,
     )
+
+
+def _a(name: str) -> str:
+    return ("an " if name[0] in "AEIOU" else "a ") + name
 
 
 def plausible(code: int, length: int) -> bool:
@@ -208,7 +212,7 @@ class PravegaStream(StreamDissector):
             size = HEADER_SIZE + length
             if length > self.max_payload:
                 at = self._base + self._pos
-                detail = f"a {name_of(code)} of {size} bytes, above --max-payload {self.max_payload}: passed over"
+                detail = f"{_a(name_of(code))} of {size} bytes, above --max-payload {self.max_payload}: passed over"
                 out.append(Problem(at, "too_large", detail, skipped=size))
                 self._skip, self._skip_from = length, at
                 self._pos += HEADER_SIZE
@@ -227,7 +231,7 @@ class PravegaStream(StreamDissector):
         if length >= 0 and -127 <= code <= 127:
             return (
                 "too_large",
-                f"a {name_of(code)} header with length {length}: above the {MAX_WIRECOMMAND_SIZE}-byte frame limit",
+                f"{_a(name_of(code))} header with length {length}: above the {MAX_WIRECOMMAND_SIZE}-byte frame limit",
             )
         return "bad_header", f"not a command header (type {code}, length {length})"
 
@@ -236,11 +240,13 @@ class PravegaStream(StreamDissector):
         if header is None:
             return Problem(at, "truncated", f"the stream ends {avail} bytes into a command header")
         code, size = header
-        return Problem(at, "truncated", f"the stream ends {avail} bytes into a {name_of(code)} of {size} bytes")
+        return Problem(at, "truncated", f"the stream ends {avail} bytes into {_a(name_of(code))} of {size} bytes")
 
     def _resync(self, out: list[Item], final: bool) -> bool:
         """Look for the next command header; True when found (the damaged
-        region is then reported), False when more bytes are needed."""
+        region is then reported), False when more bytes are needed.  What
+        it holds meanwhile is at most one candidate command and the header
+        after it."""
         assert self._damage is not None
         buf, end = self._buf, len(self._buf)
         p = self._pos
@@ -260,9 +266,23 @@ class PravegaStream(StreamDissector):
             p = min(cands)
             code, length = HEADER.unpack_from(buf, p)
             if code in TOP_LEVEL and 0 <= length <= limit:
-                self._close_damage(p, out)
-                self._pos = p
-                return True
+                # A header alone is weak evidence: the one after it (or the
+                # end of the stream) must be where its length says, or its
+                # body must read cleanly as its documented layout.
+                after = p + HEADER_SIZE + length
+                if after + HEADER_SIZE > end and not final:
+                    self._pos = p  # wait for the bytes that decide
+                    return False
+                if after + HEADER_SIZE <= end:
+                    code2, length2 = HEADER.unpack_from(buf, after)
+                    sure = code2 in TOP_LEVEL and 0 <= length2 <= limit
+                else:
+                    sure = after <= end
+                sure = sure or reads_cleanly(code, bytes(buf[p + HEADER_SIZE : after]))
+                if sure:
+                    self._close_damage(p, out)
+                    self._pos = p
+                    return True
             p += 1
         if final:
             self._close_damage(end, out)

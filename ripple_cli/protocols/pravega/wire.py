@@ -301,6 +301,16 @@ def read_body(code: int, body: bytes) -> Command:
         return Command(code, raw=body, notes=(Note("bad_body", f"{name_of(code)} body does not decode: {e}"),))
 
 
+def reads_cleanly(code: int, body: bytes) -> bool:
+    """A body of a documented layout that reads with nothing odd about it
+    (no raw body, no trailing bytes, no error): evidence that these bytes
+    are that command, for detection and resynchronisation."""
+    if code not in LAYOUTS:
+        return False
+    cmd = read_body(code, body)
+    return cmd.raw is None and not cmd.trailing and not any(n.severity is Severity.ERROR for n in cmd.notes)
+
+
 def _read_layout(code: int, layout: tuple[Field, ...], body: bytes) -> Command:
     r = _Reader(body)
     values: dict[str, Value] = {}
@@ -373,7 +383,7 @@ def write_body(cmd: Command) -> bytes:
     out = bytearray()
     for f in layout:
         if f.name not in cmd.values:
-            break
+            continue  # absent optional field (encode checks the result reads back)
         _write_value(f.kind, cmd.values[f.name], out)
     out += cmd.trailing
     return bytes(out)

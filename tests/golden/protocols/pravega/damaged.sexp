@@ -1,0 +1,2 @@
+(pravega(Hello((high_version 17)(low_version 5))))
+(pravega(KeepAlive()))

@@ -1,0 +1,6 @@
+(pravega(Hello((high_version 17)(low_version 5))))
+(pravega(Hello((high_version 17)(low_version 5))))
+(pravega(SetupAppend((request_id 7)(writer_id 6f1c2b3a-0000-4000-8000-00000000b002)(segment examples/trades/0.#epoch.0)(delegation_token token-abc))))
+(pravega(AppendSetup((request_id 7)(segment examples/trades/0.#epoch.0)(writer_id 6f1c2b3a-0000-4000-8000-00000000b002)(last_event_number 41))))
+(pravega(AppendBlockEnd((writer_id 6f1c2b3a-0000-4000-8000-00000000b002)(size_of_whole_events 74)(data((Event trade:AAPL:100)(Event trade:MSFT:250)(Event"{\"sym\":\"NVDA\",\"qty\":7}")))(num_events 3)(last_event_number 44)(request_id 7))))
+(pravega(DataAppended((writer_id 6f1c2b3a-0000-4000-8000-00000000b002)(event_number 44)(previous_event_number 41)(request_id 7)(current_segment_write_offset 1024))))

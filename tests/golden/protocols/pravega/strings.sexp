@@ -1,0 +1,8 @@
+(pravega(SetupAppend((request_id 1)(writer_id 6f1c2b3a-0000-4000-8000-00000000a001)(segment"nul\000inside")(delegation_token""))))
+(pravega(SetupAppend((request_id 2)(writer_id 6f1c2b3a-0000-4000-8000-00000000a001)(segment"caf\195\169 \226\130\1725")(delegation_token""))))
+(pravega(SetupAppend((request_id 3)(writer_id 6f1c2b3a-0000-4000-8000-00000000a001)(segment"emoji \240\159\152\128 pair")(delegation_token""))))
+(pravega(SetupAppend((request_id 4)(writer_id 6f1c2b3a-0000-4000-8000-00000000a001)(segment"lone \237\160\128 half")(delegation_token""))))
+(pravega(SetupAppend((request_id 5)(writer_id 6f1c2b3a-0000-4000-8000-00000000a001)(segment(raw"rust \240\159\152\128"))(delegation_token""))))
+(pravega(SetupAppend((request_id 6)(writer_id 6f1c2b3a-0000-4000-8000-00000000a001)(segment(raw"raw\000nul"))(delegation_token""))))
+(pravega(SetupAppend((request_id 7)(writer_id 6f1c2b3a-0000-4000-8000-00000000a001)(segment(raw"over\193\129long"))(delegation_token""))))
+(pravega(SetupAppend((request_id 8)(writer_id 6f1c2b3a-0000-4000-8000-00000000a001)(segment(raw"cut \226\130"))(delegation_token""))))
