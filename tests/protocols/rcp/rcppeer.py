@@ -81,6 +81,7 @@ class Served:
     s2c: bytearray = field(default_factory=bytearray)  # every byte sent
     requests: list[bytes] = field(default_factory=list)  # each frame received, exactly
     answers: list[bytes] = field(default_factory=list)  # each frame or line sent, exactly
+    client_port: int = 0
     jsonl: bool = False
     closed_by_server: bool = False
 
@@ -124,12 +125,12 @@ class RcpServer:
     def _accept(self) -> None:
         while True:
             try:
-                conn, _ = self.srv.accept()
+                conn, addr = self.srv.accept()
             except OSError:
                 return
             with self._lock:
                 number = len(self.connections)
-                self.connections.append(Served())
+                self.connections.append(Served(client_port=int(addr[1])))
                 self._socks[number] = conn
             t = threading.Thread(target=self._serve, args=(number, conn), daemon=True)
             self._threads.append(t)
