@@ -106,8 +106,8 @@ def _records(data: Any) -> list[dict[str, Any]]:
     return list(data.get("records", [])) if isinstance(data, dict) else []
 
 
-def _short(writer: str) -> str:
-    return writer[:8]
+def _number(n: int | None) -> str:
+    return "none (a new writer)" if n == NEW_WRITER or n is None else f"#{n}"
 
 
 class PravegaAnalyzer(ConnectionAnalyzer):
@@ -160,7 +160,7 @@ class PravegaAnalyzer(ConnectionAnalyzer):
                 Problem(
                     self.block.offset,
                     "block_unfinished",
-                    f"the AppendBlock of writer {_short(self.block.writer)} at offset {self.block.offset} never ended",
+                    f"the AppendBlock of writer {self.block.writer} at offset {self.block.offset} never ended",
                 )
             )
             self.block = None
@@ -250,7 +250,7 @@ class PravegaAnalyzer(ConnectionAnalyzer):
                     _problem(
                         msg,
                         "block_writer_mismatch",
-                        f"AppendBlockEnd of writer {_short(got[0])} ends the block of writer {_short(block.writer)}",
+                        f"AppendBlockEnd of writer {got[0]} ends the block of writer {block.writer}",
                     )
                 )
             self._block_tail(msg, block, whole, bool(records), out)
@@ -263,7 +263,8 @@ class PravegaAnalyzer(ConnectionAnalyzer):
         self._check_records(msg, records, "data", out)
         events += sum(1 for r in records if r.get("kind") == rec.EVENT_KIND)
         if isinstance(num, int) and num > 0 and events != num:
-            out.append(_problem(msg, "event_count_mismatch", f"numEvents is {num} but {events} Events were appended"))
+            detail = f"numEvents is {num} but the appended data holds {events} Event record{'' if events == 1 else 's'}"
+            out.append(_problem(msg, "event_count_mismatch", detail))
         if got and isinstance(f.get("last_event_number"), int):
             self._event_number(msg, got, f["last_event_number"], out)
 
@@ -322,9 +323,9 @@ class PravegaAnalyzer(ConnectionAnalyzer):
         if before:
             prev = max(before)
             if n < prev:
-                out.append(_problem(msg, "event_number_backwards", f"writer {_short(w)}: event #{n} after #{prev}"))
+                out.append(_problem(msg, "event_number_backwards", f"writer {w}: event #{n} after #{prev}"))
             elif n == prev:
-                out.append(_problem(msg, "event_number_repeated", f"writer {_short(w)}: event #{n} again"))
+                out.append(_problem(msg, "event_number_repeated", f"writer {w}: event #{n} again"))
         st.last_sent = n if st.last_sent is None else max(st.last_sent, n)
 
     def _hello(self, side: str, msg: ProtoMessage, out: list[Problem]) -> None:
@@ -381,16 +382,16 @@ class PravegaAnalyzer(ConnectionAnalyzer):
         w, st = got
         if _CLIENT in self.seen and (st.last_sent is None or n > st.last_sent):
             sent = "nothing" if st.last_sent is None else f"up to #{st.last_sent}"
-            out.append(_problem(msg, "ack_unknown_event", f"writer {_short(w)}: ack of #{n}, {sent} sent"))
+            out.append(_problem(msg, "ack_unknown_event", f"writer {w}: ack of #{n}, {sent} sent"))
         if st.ack_floor is not None and n <= st.ack_floor:
-            out.append(_problem(msg, "ack_backwards", f"writer {_short(w)}: ack of #{n} after #{st.ack_floor}"))
+            out.append(_problem(msg, "ack_backwards", f"writer {w}: ack of #{n} after #{st.ack_floor}"))
         prev = msg.fields.get("previous_event_number")
         if isinstance(prev, int) and st.ack_floor is not None and prev != st.ack_floor:
             out.append(
                 _problem(
                     msg,
                     "ack_previous_mismatch",
-                    f"writer {_short(w)}: previousEventNumber {prev}, but the previous ack was #{st.ack_floor}",
+                    f"writer {w}: previousEventNumber {prev}, but the previous ack was {_number(st.ack_floor)}",
                 )
             )
         st.ack_floor = n if st.ack_floor is None else max(st.ack_floor, n)
