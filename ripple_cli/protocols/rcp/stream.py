@@ -28,6 +28,7 @@ from ripple_cli.protocols.rcp import payload as pl
 from ripple_cli.protocols.rcp.text import NAME, frame_sexp, frame_type, line_sexp
 from ripple_cli.protocols.rcp.wire import (
     COMPRESSED,
+    CRC_PRESENT,
     HEADER_SIZE,
     MAGIC,
     VALID_FLAGS,
@@ -53,6 +54,9 @@ class RcpStream(StreamDissector):
         # its size once the next message start is found.
         self._damage: tuple[int, str, str] | None = None
         self.jsonl = False  # this direction carries JSON lines
+        # Stream offset up to which the line at the boundary was searched for
+        # its newline: a long line arriving in pieces is scanned once.
+        self._scanned = 0
         self._line_reported = False  # unexpected_jsonl is reported once per direction
 
     @property
@@ -95,8 +99,14 @@ class RcpStream(StreamDissector):
         elif self._pos < len(self._buf):
             at = self._base + self._pos
             left = len(self._buf) - self._pos
-            what = "a frame" if self._buf[self._pos : self._pos + 4] == MAGIC[: min(4, left)] else "a JSON line"
-            out.append(Problem(at, "truncated", f"stream ends inside {what} ({left} bytes)", skipped=left))
+            if self._buf[self._pos : self._pos + 4] != MAGIC[: min(4, left)]:
+                detail = f"stream ends inside a JSON line ({left} bytes, no newline)"
+            elif left >= HEADER_SIZE:
+                need = read_header(self._buf, self._pos).size
+                detail = f"stream ends inside a frame: it needs {need} bytes, {left} remain"
+            else:
+                detail = f"stream ends inside a frame header ({left} of {HEADER_SIZE} bytes)"
+            out.append(Problem(at, "truncated", detail, skipped=left))
         self._base = end
         self._buf = bytearray()
         self._pos = 0
@@ -206,8 +216,9 @@ class RcpStream(StreamDissector):
         p = self._pos
         n = len(buf)
         limit = self.max_payload
-        nl = buf.find(b"\n", p, min(n, p + limit + 1))
+        nl = buf.find(b"\n", max(p, self._scanned - self._base), min(n, p + limit + 1))
         if nl < 0:
+            self._scanned = self._base + n
             if n - p > limit:
                 self._open_damage(p, "oversize", f"JSON line longer than the limit of {limit} bytes")
                 self.jsonl = True  # resynchronise on the next line
@@ -235,12 +246,11 @@ class RcpStream(StreamDissector):
             )
         if frame.flags & ~VALID_FLAGS:
             notes.append(pl.Note("reserved_flags", f"flags {frame.flags:#06x}: bits outside 0x000F are set"))
-        crc_ok = frame.crc_ok
+        computed = frame.computed_crc
+        crc_ok = computed == frame.crc if frame.flags & CRC_PRESENT else None
         if crc_ok is False:
             notes.append(
-                pl.Note(
-                    "crc_mismatch", f"CRC mismatch: field {frame.crc:08x}, payload's CRC32C {frame.computed_crc:08x}"
-                )
+                pl.Note("crc_mismatch", f"CRC mismatch: field {frame.crc:08x}, payload's CRC32C {computed:08x}")
             )
         elif crc_ok is None and frame.crc != 0:
             notes.append(
@@ -298,7 +308,7 @@ class RcpStream(StreamDissector):
         if shown:
             summary += f" [{' '.join(shown)}]"
         msg = ProtoMessage(
-            PROTOCOL, at, frame.size, type_name, frame_sexp(frame, type_name), fields, summary, parsed.kind
+            PROTOCOL, at, frame.size, type_name, frame_sexp(frame, type_name, computed), fields, summary, parsed.kind
         )
         out.append(msg)
         self._problems(at, notes, out)

@@ -63,9 +63,13 @@ def flags_sexp(flags: int) -> list[Sexp]:
     return out
 
 
-def frame_sexp(frame: Frame, type_name: str) -> Sexp:
+def frame_sexp(frame: Frame, type_name: str, computed_crc: int | None = None) -> Sexp:
+    """The text of a frame; `computed_crc` (Frame.computed_crc) when the
+    caller has it already."""
     fields: list[Sexp] = [[b"version", _int(frame.version)], [b"flags", flags_sexp(frame.flags)]]
-    if frame.crc != frame.computed_crc:
+    if computed_crc is None:
+        computed_crc = frame.computed_crc
+    if frame.crc != computed_crc:
         fields.append([b"crc", _int(frame.crc)])
     if frame.extension:
         fields.append([b"extension", frame.extension])

@@ -154,7 +154,7 @@ def test_a_hole_in_a_line_resyncs_on_the_next_line() -> None:
 def test_truncated_frame_and_line_at_the_end() -> None:
     items = decode(frame(PING)[:25], from_client=True)
     assert [(i.offset, i.kind, i.detail) for i in items if isinstance(i, Problem)] == [
-        (0, "truncated", "stream ends inside a frame (25 bytes)")
+        (0, "truncated", "stream ends inside a frame: it needs 57 bytes, 25 remain")
     ]
     items = decode(HELLO_JSONL + b"\n" + PONG[:9], from_client=False)
     assert [(i.offset, i.kind, i.skipped) for i in items if isinstance(i, Problem)] == [
