@@ -103,7 +103,7 @@ class ReactiveStreamsAnalyzer(ConnectionAnalyzer):
         out: list[Problem] = []
         for sub in self._subs.values():
             if sub.cancel_offset is None and not sub.goodbye:
-                self._unfinished(sub, "the connection ends", out)
+                self._unfinished(sub, "the connection ended", out)
         if self._mismatch is not None and not self._goodbye_after_mismatch:
             out.append(
                 Problem(
@@ -129,11 +129,11 @@ class ReactiveStreamsAnalyzer(ConnectionAnalyzer):
 
     def _hello(self, side: Side, msg: ProtoMessage, out: list[Problem]) -> None:
         t = msg.type
-        kind = HELLOS[t]
+        # The sender's hello, whichever it sent (a wrong one is reported below).
+        kind = HELLOS[t] if side is None else "client" if side else "server"
         version = msg.fields["version"]
-        if (side is True and kind == "server") or (side is False and kind == "client"):
-            who = "client" if side else "server"
-            out.append(Problem(msg.offset, "wrong_hello", f"a {t} from the {who}"))
+        if side is not None and HELLOS[t] != kind:
+            out.append(Problem(msg.offset, "wrong_hello", f"a {t} from the {kind}"))
         if kind in self._versions:
             out.append(
                 Problem(msg.offset, "duplicate_hello", f"a second {t} (the first at offset {self._versions[kind][1]})")
@@ -299,7 +299,7 @@ class ReactiveStreamsAnalyzer(ConnectionAnalyzer):
                 self._parts -= 1
             self._deliver(sub, 1, msg, out)
         else:  # OnComplete, OnError
-            self._unfinished(sub, f"its {t}", out, msg.offset)
+            self._unfinished(sub, f"its {t} came", out, msg.offset)
             sub.terminal = (t, msg.offset)
 
     def _deliver(self, sub: _Subscription, n: int, msg: ProtoMessage, out: list[Problem]) -> None:
@@ -324,8 +324,8 @@ class ReactiveStreamsAnalyzer(ConnectionAnalyzer):
                 Problem(
                     first if offset is None else offset,
                     "unfinished_element",
-                    f"element {eid} of subscriber {sub.id} was split ({n} parts from offset {first}) and {when} "
-                    "before its OnNextLastPart",
+                    f"element {eid} of subscriber {sub.id} was split ({n} part{'s' if n > 1 else ''} from offset "
+                    f"{first}) and {when} before its OnNextLastPart",
                     extra={"subscriber": sub.id},
                 )
             )
