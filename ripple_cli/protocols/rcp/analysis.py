@@ -101,6 +101,15 @@ class RcpAnalyzer(ConnectionAnalyzer):
         """Per-op figures, by op name."""
         return [self._stats[op] for op in sorted(self._stats)]
 
+    def report(self) -> dict[str, Any]:
+        """The connection's figures as JSON (for a summary after `close`)."""
+        return {
+            "requests": self.requests,
+            "ops": [st.to_json() for st in self.stats()],
+            "events": self.events,
+            "events_by_subscription": dict(sorted(self.events_by_subscription.items())),
+        }
+
     def _op(self, op: str) -> OpStats:
         st = self._stats.get(op)
         if st is None:
@@ -174,8 +183,9 @@ class RcpAnalyzer(ConnectionAnalyzer):
         st = self._op(req.op)
         st.answered += 1
         st.overtaken.append(self.requests - req.index)
-        if time is not None and req.time is not None:
-            st.latencies.append(time - req.time)
+        latency = time - req.time if time is not None and req.time is not None else None
+        if latency is not None:
+            st.latencies.append(latency)
         result = value.get("result")
         if req.op == "BYE" and value.get("status") == "ok":
             self.bye_answered = True
@@ -197,6 +207,8 @@ class RcpAnalyzer(ConnectionAnalyzer):
             message = err.get("message")
             text = f": {message}" if isinstance(message, str) and message else ""
             extra: dict[str, object] = {"id": rid, "op": req.op, "code": code_name, "request_offset": req.offset}
+            if latency is not None:
+                extra["latency_ns"] = latency
             detail = f"{req.op} (id {rid}) failed with {code_name}{text}"
             out.append(Problem(msg.offset, "error_response", detail, severity=Severity.WARNING, extra=extra))
             retryable = err.get("retryable")

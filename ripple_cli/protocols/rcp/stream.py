@@ -31,6 +31,7 @@ from ripple_cli.protocols.rcp.wire import (
     CRC_PRESENT,
     HEADER_SIZE,
     MAGIC,
+    MAX_PAYLOAD,
     VALID_FLAGS,
     VERSION,
     Frame,
@@ -228,6 +229,12 @@ class RcpStream(StreamDissector):
         text = bytes(buf[p:nl])
         self._pos = nl + 1
         self._emit_line(self._base + p, text, out)
+        if len(text) > MAX_PAYLOAD:  # as for frames: --max-payload allowed it
+            out.append(
+                Problem(
+                    self._base + p, "oversize", f"JSON line of {len(text)} bytes above RCP's limit of {MAX_PAYLOAD}"
+                )
+            )
         return True
 
     # ------------------------------------------------------------ messages
@@ -246,6 +253,8 @@ class RcpStream(StreamDissector):
             )
         if frame.flags & ~VALID_FLAGS:
             notes.append(pl.Note("reserved_flags", f"flags {frame.flags:#06x}: bits outside 0x000F are set"))
+        if len(frame.payload) > MAX_PAYLOAD:  # decoded because --max-payload allows more than RCP does
+            notes.append(pl.Note("oversize", f"payload length {len(frame.payload)} above RCP's limit of {MAX_PAYLOAD}"))
         computed = frame.computed_crc
         crc_ok = computed == frame.crc if frame.flags & CRC_PRESENT else None
         if crc_ok is False:

@@ -31,7 +31,7 @@ from ripple_cli.protocols.rcp.wire import (
     FLAG_BITS,
     FLAG_NAMES,
     MAX_EXTENSION,
-    MAX_PAYLOAD,
+    MAX_LENGTH,
     VALID_FLAGS,
     Frame,
     write_frame,
@@ -149,8 +149,6 @@ def encode(text: Sexp) -> bytes:
         line = _atom(fields["json"], "json")
         if b"\n" in line:
             raise EncodeError("JsonLine: the json text holds a newline, which would end the line")
-        if len(line) > MAX_PAYLOAD:
-            raise EncodeError(f"JsonLine: {len(line)} bytes, above the limit of {MAX_PAYLOAD}")
         return line + b"\n"
     if ctor not in FRAME_TYPES:
         raise EncodeError(f"unknown rcp constructor {ctor!r} (known: {', '.join((*FRAME_TYPES, LINE_TYPE))})")
@@ -158,8 +156,10 @@ def encode(text: Sexp) -> bytes:
     if "payload" not in fields:
         raise EncodeError(f"{ctor} needs (payload TEXT)")
     payload = _atom(fields["payload"], "payload")
-    if len(payload) > MAX_PAYLOAD:
-        raise EncodeError(f"{ctor}: payload of {len(payload)} bytes, above the limit of {MAX_PAYLOAD}")
+    # Above RCP's 16 MiB is a decoding problem, not a reason to refuse: what
+    # `decode --max-payload` accepted must encode back.
+    if len(payload) > MAX_LENGTH:
+        raise EncodeError(f"{ctor}: payload of {len(payload)} bytes does not fit the 32-bit payload_len")
     version = _number(fields["version"], "version", 16) if "version" in fields else 1
     flags = _flags(fields["flags"]) if "flags" in fields else FLAG_BITS["CRC_PRESENT"]
     extension = _atom(fields["extension"], "extension") if "extension" in fields else b""

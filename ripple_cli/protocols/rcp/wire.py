@@ -24,6 +24,7 @@ VERSION = 1
 HEADER = struct.Struct(">4sHHHII")
 HEADER_SIZE = HEADER.size  # 18
 MAX_PAYLOAD = 16 << 20  # rstmdb-protocol's MAX_PAYLOAD_SIZE: 16 MiB
+MAX_LENGTH = 0xFFFF_FFFF  # payload_len is 32 bits
 MAX_EXTENSION = 0xFFFF  # header_len is 16 bits
 DEFAULT_PORT = 7401
 

@@ -124,7 +124,7 @@ def test_error_responses_are_listed_with_their_code_and_op() -> None:
     err = frame(error("4", "INVALID_TRANSITION", "no transition from created on ship"))
     req2 = frame(request("5", "PUT_MACHINE", {"machine": "m", "version": 1, "definition": {}}))
     err2 = frame(error("5", "MACHINE_VERSION_EXISTS", "exists", retryable=True))
-    analyzer, problems = run([(C, req), (S, err), (C, req2), (S, err2)])
+    analyzer, problems = run([(C, req), (S, err), (C, req2), (S, err2)], times=[10, 25, 30, 31])
     assert brief(problems) == [
         (
             0,
@@ -140,7 +140,13 @@ def test_error_responses_are_listed_with_their_code_and_op() -> None:
             "MACHINE_VERSION_EXISTS with retryable true (the server sets it false)",
         ),
     ]
-    assert problems[0].extra == {"id": "4", "op": "APPLY_EVENT", "code": "INVALID_TRANSITION", "request_offset": 0}
+    assert problems[0].extra == {
+        "id": "4",
+        "op": "APPLY_EVENT",
+        "code": "INVALID_TRANSITION",
+        "request_offset": 0,
+        "latency_ns": 15,
+    }
     assert {s.op: dict(s.errors) for s in analyzer.stats()} == {
         "APPLY_EVENT": {"INVALID_TRANSITION": 1},
         "PUT_MACHINE": {"MACHINE_VERSION_EXISTS": 1},
@@ -162,8 +168,15 @@ def test_events_belong_to_a_subscription_the_connection_opened() -> None:
         (at2, "unknown_subscription", "warning", "event of subscription sub-7, not opened on this connection"),
         (at3, "unknown_subscription", "warning", "event of subscription sub-1, closed by UNWATCH"),
     ]
-    assert analyzer.events == 3
-    assert dict(analyzer.events_by_subscription) == {"sub-1": 2, "sub-7": 1}
+    assert analyzer.report() == {
+        "requests": 2,
+        "ops": [
+            {"op": "UNWATCH", "requests": 1, "answered": 1, "errors": {}, "unanswered": 0},
+            {"op": "WATCH_ALL", "requests": 1, "answered": 1, "errors": {}, "unanswered": 0},
+        ],
+        "events": 3,
+        "events_by_subscription": {"sub-1": 2, "sub-7": 1},
+    }
 
 
 def test_wrong_direction_and_requests_after_bye() -> None:

@@ -359,3 +359,17 @@ def test_error_response_text() -> None:
     assert messages(items)[0].summary == "id=4 error NOT_FOUND: nope"
     assert messages(items)[0].fields["error_code"] == "NOT_FOUND"
     assert problems(items) == []  # error responses are the analyzer's business
+
+
+def test_a_larger_max_payload_decodes_above_rcps_limit_and_says_so() -> None:
+    big = frame(j({"type": "request", "id": "1", "op": "PING", "params": {"x": "y" * (17 << 20)}}))
+    items = decode(big, from_client=True, max_payload=32 << 20)
+    assert [(m.type, m.size) for m in messages(items)] == [("Request", len(big))]
+    assert [(i.offset, i.kind, i.detail) for i in items if isinstance(i, Problem)] == [
+        (0, "oversize", f"payload length {len(big) - 18} above RCP's limit of 16777216")
+    ]
+    assert DISSECTOR.encode(messages(items)[0].text) == big
+    line = j({"type": "response", "id": "1", "status": "ok", "result": {"x": "y" * (17 << 20)}})
+    items = decode(line + b"\n", from_client=None, max_payload=32 << 20)
+    assert [(i.offset, i.kind) for i in items if isinstance(i, Problem)] == [(0, "oversize")]
+    assert DISSECTOR.encode(messages(items)[0].text) == line + b"\n"
