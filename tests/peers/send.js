@@ -36,8 +36,11 @@ if (mode === 'client') {
     }
     clearInterval(wait)
     for (const e of spec.later) c.log(e)
-    // lumberjack-client never reads acks: half-close once all is written, and
-    // leave when the reader closes (its own close handler would reconnect).
+    // lumberjack-client never reads acks: they are drained here (a paused
+    // socket would never see the reader's FIN), the socket half-closed once
+    // all is written, and the process leaves when the reader closes (the
+    // client's own close handler would reconnect).
+    c.socket.on('data', () => {})
     c.socket.on('close', () => { say({ done: true }); process.exit(0) })
     c.socket.end()
   }, 20)
