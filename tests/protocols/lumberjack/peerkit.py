@@ -60,12 +60,8 @@ def js_strings(event: dict[str, Any]) -> dict[str, str]:
 def self_signed(tmp: Path) -> ssl.SSLContext:
     """A throwaway certificate made by openssl, for a TLS reader."""
     key, cert = tmp / "key.pem", tmp / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert)]
-        + ["-days", "2", "-subj", "/CN=127.0.0.1"],
-        check=True,
-        capture_output=True,
-    )
+    args = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"]
+    subprocess.run(["openssl", *args, "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)
     # lumberjack-protocol's client leaves without a TLS close_notify.
