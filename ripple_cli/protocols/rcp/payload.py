@@ -116,7 +116,7 @@ class Parsed:
 
     @property
     def kind(self) -> str | None:
-        """ "request", "response", "event", or None for anything else."""
+        """The message kind (request, response or event); None for anything else."""
         if self.ok and isinstance(self.value, dict):
             t = self.value.get("type")
             if isinstance(t, str) and t in KINDS:

@@ -113,12 +113,6 @@ def write_frame(frame: Frame) -> bytes:
     )
 
 
-def new_frame(payload: bytes, flags: int = CRC_PRESENT, extension: bytes = b"") -> Frame:
-    """A frame as rstmdb writes one (`Frame::new` sets CRC_PRESENT)."""
-    crc = crc32c(payload) if flags & CRC_PRESENT else 0
-    return Frame(VERSION, flags, crc, extension, payload)
-
-
 def flag_names(flags: int) -> list[str]:
     """The names of the defined bits that are set, in bit order."""
     return [name for bit, name in FLAG_NAMES if flags & bit]
