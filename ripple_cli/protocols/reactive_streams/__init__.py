@@ -117,7 +117,7 @@ TYPE_STYLES: dict[str, str] = {
 
 class ReactiveStreamsDissector(Dissector):
     name = PROTOCOL
-    title = "Reactive Streams network protocol (reactive-streams-io draft; ripple's byte convention)"
+    title = "Reactive Streams network protocol (draft; ripple's byte convention)"
     ports = (7373,)  # ripple's choice: the draft names no port
     # Three bytes (a hello) are weaker evidence than a whole frame with a CRC.
     priority = 150
