@@ -136,12 +136,13 @@ class Reader:
         self.srv.bind(("127.0.0.1", 0))
         self.srv.listen(1)
         self.port = int(self.srv.getsockname()[1])
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        self.client_port = 0  # the writer's port, once it connected
         self._version = b"2"
         self._batch: int | None = None
         self._in_batch = 0
         self._highest = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
 
     def join(self, timeout: float = 30) -> None:
         self._thread.join(timeout)
@@ -152,7 +153,8 @@ class Reader:
 
     def _serve(self) -> None:
         try:
-            conn, _ = self.srv.accept()
+            conn, addr = self.srv.accept()
+            self.client_port = int(addr[1])
             if self.tls is not None:
                 conn = self.tls.wrap_socket(conn, server_side=True)
             with conn:

@@ -61,13 +61,17 @@ def test_lumberjack_client_v2_events_and_acks() -> None:
     assert events(items) == expected
     # One batch of 3 in a C frame, then one batch per later event, all compressed by pako.
     types = [(m.type, m.fields.get("count"), "in_compressed" in m.fields) for m in messages(items)]
-    assert types == [
-        ("Window", 3, False),
-        ("Compressed", None, False),
-        ("Json", None, True),
-        ("Json", None, True),
-        ("Json", None, True),
-    ] + [("Window", 1, False), ("Compressed", None, False), ("Json", None, True)] * 2
+    assert (
+        types
+        == [
+            ("Window", 3, False),
+            ("Compressed", None, False),
+            ("Json", None, True),
+            ("Json", None, True),
+            ("Json", None, True),
+        ]
+        + [("Window", 1, False), ("Compressed", None, False), ("Json", None, True)] * 2
+    )
     compressed = [m for m in messages(items) if m.type == "Compressed"]
     assert all(m.line.startswith(b'(lumberjack(Compressed((version 2)(zlib"x\\156') for m in compressed)
     rebuilt = b"".join(DISSECTOR.encode(parse_one(m.line)) for m in messages(items) if "in_compressed" not in m.fields)
@@ -110,9 +114,7 @@ def test_lumberjack_protocol_v1_over_tls(tmp_path: Path) -> None:
     assert {m.type for m in msgs[1:]} == {"Data"} and {m.fields["version"] for m in msgs} == {1}
     # Pairs in the writer's order (the text keeps them as sent).
     assert msgs[1].line == (
-        b'(lumberjack(Data((version 1)(seq 1)(pairs((line"first line")(offset 0)(host '
-        + HOSTNAME.encode()
-        + b"))))))"
+        b'(lumberjack(Data((version 1)(seq 1)(pairs((line"first line")(offset 0)(host ' + HOSTNAME.encode() + b"))))))"
     )
 
     acks = decode(bytes(reader.sent), from_client=False)
