@@ -96,6 +96,7 @@ def test_detect(head: bytes, expected: Detection) -> None:
 class Capture:
     path: Path
     client_ports: list[int]
+    server_port: int
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:
@@ -129,12 +130,13 @@ def capture(path: Path, conversations: list[list[tuple[bool, bytes]] | tuple[byt
     ports: list[int] = []
     until = closed(lambda: ports)
     with listener() as srv, tcpdump(path, f"tcp port {srv.getsockname()[1]}", until=until):
+        port = srv.getsockname()[1]
         for k, conv in enumerate(conversations):
             if isinstance(conv, list):
                 ports.append(play(srv, conv))
             else:
                 ports += [e.client_port for e in converse(srv, [conv], seed=seed + k)]
-    return Capture(path, ports)
+    return Capture(path, ports, port)
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +203,31 @@ def _problems(report: object) -> list[dict[str, object]]:
         for v in report:
             out += _problems(v)
     return out
+
+
+def test_version_mismatch_detected_by_the_other_side(tmp_path: Path) -> None:
+    # The client's hello (version 1) is not taken by detection; the server's
+    # (version 0) is, and decides for the connection.  The server answers
+    # with a goodbye, as the draft says: verify passes with a warning.
+    steps = [(C, client_hello(1)), (S, server_hello(0) + goodbye(b"version 0 only"))]
+    cap = capture(tmp_path / "mismatch.pcap", [steps], seed=1)
+    r = run_cli(["decode", "-F", "jsonl", str(cap.path)])
+    assert [(row["direction"], row["type"]) for row in map(json.loads, r.stdout.splitlines())] == [
+        ("c2s", "ClientHello"),
+        ("s2c", "ServerHello"),
+        ("s2c", "Goodbye"),
+    ]
+    r = run_cli(["verify", str(cap.path)])
+    assert r.code == 0
+    assert "warning: offset 0: unsupported_version: ClientHello of version 1" in r.text
+
+
+def test_decode_as_for_a_connection_detection_does_not_take(tmp_path: Path) -> None:
+    steps = [(C, client_hello(1)), (S, server_hello(1))]
+    cap = capture(tmp_path / "v1.pcap", [steps], seed=2)
+    assert run_cli(["decode", str(cap.path)]).stdout == b""
+    r = run_cli(["decode", "--decode-as", f"{cap.server_port}=reactive-streams", str(cap.path)])
+    assert r.text.splitlines() == [
+        "(reactive-streams(ClientHello((version 1)(extensions()))))",
+        "(reactive-streams(ServerHello((version 1)(extensions()))))",
+    ]
