@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.messages import TYPE_NAMES
 from ripple_cli.codec.problems import Problem, Severity
@@ -26,6 +26,9 @@ class SourceReport:
     bytes: int = 0  # bytes of whole envelopes
     by_type: Counter[str] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
+    # A sibling protocol's connection summary (ConnectionAnalyzer.report),
+    # with "protocol" first; None for Ripple and for the other direction.
+    analysis: dict[str, Any] | None = None
 
     def counts(self, strict: bool) -> tuple[int, int]:
         """(problems, warnings); under --strict warnings count as problems."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from ripple_cli.analysis.sequence import SequenceChecker
 from ripple_cli.capture.events import (
@@ -94,6 +94,9 @@ class Demux:
         self._pending_bytes: dict[StreamId | None, bytearray] = {}
         self.undecoded: dict[StreamId, str] = {}  # streams left undecoded, and why
         self._analyzers: dict[int | None, ConnectionAnalyzer | None] = {}
+        # Each analyzed connection's summary (ConnectionAnalyzer.report), with
+        # the stream it is reported on (the client's side) and the protocol.
+        self.analyses: list[tuple[StreamId | None, str, dict[str, Any]]] = []
         self._syn: dict[StreamId | None, bool] = {}
 
     def protocol_of(self, stream: StreamId | None) -> str | None:
@@ -207,10 +210,22 @@ class Demux:
         analyzer = self._analyzers.pop(conn, None)
         if analyzer is None:
             return []
-        origin = Origin(self.source, st.stream, time_ns)
-        problems = analyzer.close()
-        st.problems += len(problems)
-        return [(origin, p) for p in problems]
+        sides = {
+            s.stream.from_client: s
+            for s in self.streams.values()
+            if s.stream is not None and s.stream.connection == conn
+        }
+        out: list[BatchOutput] = []
+        for p in analyzer.close():
+            side = p.extra.get("from_client")
+            target = sides.get(side, st) if isinstance(side, bool) else st
+            target.problems += 1
+            out.append((Origin(self.source, target.stream, time_ns), p))
+        summary = analyzer.report()
+        if summary is not None:
+            where = sides.get(True, st).stream
+            self.analyses.append((where, st.protocol, summary))
+        return out
 
     def _emit_items(
         self, st: StreamState, items: list[ProtoMessage | Problem], time_ns: int | None

@@ -133,7 +133,14 @@ class ConnectionAnalyzer(ABC):
 
     @abstractmethod
     def close(self) -> list[Problem]:
-        """The connection (or input) is over: what was left unanswered."""
+        """The connection (or input) is over: what was left unanswered.  A
+        problem that belongs to one direction says which in
+        `extra["from_client"]` (True/False), and is reported on it."""
+
+    def report(self) -> dict[str, Any] | None:
+        """After `close`: a summary of the connection for `verify`'s report
+        (counts, latencies, windows...), JSON-safe values; None: nothing."""
+        return None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ def text_report(report: Report, unreadable: list[str]) -> str:
         lines.extend(problem_line(report, p) for p in src.problems)
         if report.dropped[src.name]:
             lines.append(f"  ... and {report.dropped[src.name]} more problems not listed")
+        if src.analysis is not None:
+            lines.extend(analysis_lines(src.analysis))
     total_msgs = sum(s.messages for s in report.sources)
     tail = f"verify: {_plural(len(report.sources), 'stream')}, {_plural(total_msgs, 'message')}, "
     tail += _plural(report.problem_count, "problem")
@@ -52,6 +54,28 @@ def text_report(report: Report, unreadable: list[str]) -> str:
         tail += f", {len(unreadable)} unreadable"
     lines.append(tail)
     return "\n".join(lines) + "\n"
+
+
+def analysis_lines(analysis: dict[str, Any]) -> list[str]:
+    """A connection summary, a line per top-level entry:
+    `  connection: ops PING: requests 2, answered 2`."""
+    from ripple_cli.render.json import dumps
+
+    def value(v: Any) -> str:
+        return v if isinstance(v, str) else dumps(v).decode()
+
+    out = []
+    for k, v in analysis.items():
+        if k == "protocol":
+            continue
+        if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
+            for name, sub in v.items():
+                out.append(f"  connection: {k} {name}: " + ", ".join(f"{a} {value(b)}" for a, b in sub.items()))
+        elif isinstance(v, dict):
+            out.append(f"  connection: {k}: " + ", ".join(f"{a} {value(b)}" for a, b in v.items()))
+        else:
+            out.append(f"  connection: {k}: {value(v)}")
+    return out
 
 
 def _problem_json(report: Report, p: Problem) -> dict[str, Any]:
@@ -83,6 +107,7 @@ def json_report(report: Report, unreadable: list[str]) -> bytes:
                 "by_type": dict(sorted(s.by_type.items())),
                 "problems": [_problem_json(report, p) for p in s.problems],
                 "problems_not_listed": report.dropped[s.name],
+                **({"analysis": s.analysis} if s.analysis is not None else {}),
             }
             for s in report.sources
         ],

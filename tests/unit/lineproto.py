@@ -73,7 +73,14 @@ class LinesAnalyzer(ConnectionAnalyzer):
         return []
 
     def close(self) -> list[Problem]:
-        return [Problem(-1, "summary", f"{sum(self.last.values())} total")]
+        out = [Problem(-1, "summary", f"{sum(self.last.values())} total")]
+        if False in self.last:  # the server's side said something: a note on its stream
+            out.append(Problem(-1, "server_last", f"server's last n {self.last[False]}", extra={"from_client": False}))
+        return out
+
+    def report(self) -> dict[str, object] | None:
+        side = {True: "client", False: "server", None: "file"}
+        return {"last": {side[k]: v for k, v in self.last.items()}, "sides": len(self.last)}
 
 
 class LinesDissector(Dissector):

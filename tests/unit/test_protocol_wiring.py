@@ -146,9 +146,20 @@ def test_verify_runs_the_connection_rules(tmp_path: Path, mixed: Path) -> None:
         (38, "n_order", "n 4 after 2"),
         (None, "summary", "4 total"),
     ]
-    r = run_cli(["verify", "--format", "json", "-Y", "connection == 2", str(mixed)])
-    kinds = [p["kind"] for s in json.loads(r.stdout)["streams"] for p in s["problems"]]
-    assert sorted(kinds) == ["n_order", "summary"]
+    assert stream["analysis"] == {"protocol": "lines", "last": {"file": 4}, "sides": 1}
+    # In a capture: a problem of close() goes to the direction it names, the
+    # summary to the client's side.
+    r = run_cli(["verify", "--stream", "2", str(mixed)])
+    assert r.text.replace(str(mixed), "CAP").splitlines() == [
+        "CAP [2 10.0.0.1:40002 -> 10.0.0.2:6000]: 4 messages (1 Hello, 3 Msg), 49 bytes: 1 problem",
+        "  error: offset 38: n_order: n 4 after 2",
+        "  connection: last: client 4, server 1",
+        "  connection: sides: 2",
+        "CAP [2 10.0.0.2:6000 -> 10.0.0.1:40002]: 2 messages (1 Hello, 1 Msg), 20 bytes: 2 problems",
+        "  error: summary: 5 total",
+        "  error: server_last: server's last n 1",
+        "verify: 2 streams, 6 messages, 3 problems",
+    ]
 
 
 def test_table_shows_type_and_summary(tmp_path: Path) -> None:

@@ -126,6 +126,10 @@ def verify(
                     break
             for prep, p in pending:
                 report.problem(prep, p)
+            for stream, protocol, summary in demux.analyses:
+                rep = per_stream.get(stream)
+                if rep is not None:
+                    rep.analysis = {"protocol": protocol, **summary}
         except InputUnreadable as e:
             for rep in per_stream.values():
                 report.sources.remove(rep)
