@@ -186,6 +186,27 @@ RAW = (
 # then a command cut by the end of the stream.
 DAMAGED = b"GARBAGE!" + hello() + b"\x7f\xff\xff\xff\x00\x00\x00\x00" + keep_alive() + hello()[:11]
 
+# One connection, request by request (what the client sends, then what the
+# server answers): the batching appends and a read.
+PRAVEGA_STEPS = [
+    (hello(), hello()),
+    (setup_append(1, W1, SEG), append_setup(1, SEG, W1, NEW_WRITER)),
+    (
+        cmd(3, W1.bytes + E1 + E2 + partial_event(E3[:CUT]), length=16 + BLOCK + 8)
+        + append_block_end(W1, len(E1 + E2), E3[CUT:], 3, 3, 1),
+        data_appended(W1, 3, NEW_WRITER, 1, len(E1 + E2 + E3)),
+    ),
+    (
+        cmd(3, W1.bytes + E4 + padding(BLOCK - len(E4)), length=16 + BLOCK + 8)
+        + append_block_end(W1, len(E4), b"", 1, 4, 1),
+        data_appended(W1, 4, 3, 1, len(E1 + E2 + E3 + E4)),
+    ),
+    (read_segment(SEG, 0, 1 << 20, "", 2), segment_read(SEG, 0, E1 + E2 + E3 + E4, at_tail=True, rid=2)),
+    (keep_alive(), keep_alive()),
+]
+PRAVEGA_CLIENT = b"".join(c for c, _s in PRAVEGA_STEPS)
+PRAVEGA_SERVER = b"".join(s for _c, s in PRAVEGA_STEPS)
+
 GOLDEN = {
     "java-simple": JAVA_SIMPLE,
     "java-batching": JAVA_BATCHING,

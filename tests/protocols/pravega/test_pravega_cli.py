@@ -1,0 +1,222 @@
+"""Pravega through the commands, as a user meets it: raw fixture files with
+`ripple decode`/`verify`/`encode`, and a real tcpdump capture of real
+sockets mixing Pravega with other protocols (auto-detection)."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from pv_bytes import W1, data_appended, lines
+from pv_fixtures import (
+    CLEAN,
+    GOLDEN,
+    PRAVEGA_CLIENT,
+    PRAVEGA_SERVER,
+    PRAVEGA_STEPS,
+    STREAM_VIOLATIONS,
+    VIOLATIONS,
+    WARNINGS,
+)
+
+from tests.capture.livecap import closed, listener, require_tcpdump, tcpdump
+from tests.conftest import EXAMPLES, golden, run_cli
+from tests.conftest import GOLDEN as GOLDEN_DIR
+
+DIR = "protocols/pravega"
+ALL_VIOLATIONS = {**VIOLATIONS, **STREAM_VIOLATIONS}
+PROBLEM = re.compile(r"  (?:error|warning): (?:offset \d+: )?(\w+): ")
+
+
+def fixture_file(name: str, data: bytes) -> Path:
+    """The fixture as a committed raw file (checked against its builder)."""
+    golden(f"{DIR}/{name}.bin", data)
+    return GOLDEN_DIR / DIR / f"{name}.bin"
+
+
+@pytest.mark.parametrize("name", sorted(ALL_VIOLATIONS))
+def test_verify_fails_on_each_rule(name: str) -> None:
+    data, kinds = ALL_VIOLATIONS[name]
+    path = fixture_file(f"verify-{name}", data)
+    strict = [k for k in kinds if k in WARNINGS] == kinds  # only warnings: they fail under --strict
+    r = run_cli(["verify", "--protocol", "pravega", *(["--strict"] if strict else []), str(path)])
+    assert r.code == 1, r.text + r.stderr
+    golden(f"{DIR}/verify-{name}.verify", r.stdout)
+    reported = [m.group(1) for m in map(PROBLEM.match, r.text.splitlines()) if m]
+    assert reported == kinds
+    if strict:
+        assert run_cli(["verify", "--protocol", "pravega", str(path)]).code == 0
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_verify_passes_clean_conversations(name: str) -> None:
+    path = fixture_file(name, CLEAN[name])
+    r = run_cli(["verify", "--strict", str(path)])  # recognised without --protocol
+    assert r.code == 0, r.text
+    assert r.text.splitlines()[-1].endswith(" 0 problems")
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_decode_prints_the_golden_text_and_encode_gives_the_bytes_back(name: str, tmp_path: Path) -> None:
+    path = fixture_file(name, GOLDEN[name])
+    r = run_cli(["decode", "--protocol", "pravega", str(path)])
+    assert r.stdout == (GOLDEN_DIR / DIR / f"{name}.sexp").read_bytes()
+    # decode's exit status counts errors, not warnings (like verify without --strict)
+    errors = (GOLDEN_DIR / DIR / f"{name}.problems").read_text().count("error ")
+    assert r.code == (1 if errors else 0)
+    back = run_cli(["encode"], stdin=r.stdout)
+    assert back.code == 0, back.stderr
+    if name != "damaged":
+        assert back.stdout == GOLDEN[name]
+
+
+def test_json_and_filters(tmp_path: Path) -> None:
+    path = fixture_file("java-batching", GOLDEN["java-batching"])
+    r = run_cli(["decode", "-F", "jsonl", "-Y", "data.event_count >= 2", str(path)])
+    (block,) = [json.loads(line) for line in r.text.splitlines()]
+    assert block["type"] == "AppendBlock" and block["size"] == 102
+    assert [rec["kind"] for rec in block["data"]["records"]] == ["Event", "Event", "PartialEvent"]
+    acks = run_cli(["decode", "--type", "DataAppended", "-Y", "previous_event_number > 0", str(path)])
+    assert acks.stdout.count(b"\n") == 1 and b"(event_number 4)(previous_event_number 3)" in acks.stdout
+    by_writer = run_cli(["decode", "-Y", f'writer_id == "{W1}"', str(path)])
+    assert by_writer.stdout.count(b"\n") == 8
+
+
+def test_list_protocols_names_pravega() -> None:
+    r = run_cli(["decode", "--list-protocols"], width=200)
+    (row,) = [line for line in r.text.splitlines() if line.startswith("pravega ")]
+    assert row.split()[:2] == ["pravega", "12345"]
+    assert "ripple-pravega(7)" in row
+
+
+# ------------------------------------------------------------ a real capture
+
+RS_HELLOS = (b"\x01\x00\x00", b"\x02\x00\x00")  # Reactive Streams hellos (ripple's convention)
+BAD_STEPS = [*PRAVEGA_STEPS[:3], (PRAVEGA_STEPS[3][0], data_appended(W1, 9, 3, 1, 91)), *PRAVEGA_STEPS[4:]]
+
+
+def converse_in_steps(srv: socket.socket, conversations: list[list[tuple[bytes, bytes]]]) -> list[int]:
+    """One connection after the other; in each, the client sends a
+    request, the server reads all of it and answers, and so on: the
+    capture order is causal, as with a real segment store."""
+    host, port = srv.getsockname()[:2]
+    ports = []
+    for steps in conversations:
+
+        def serve(steps: list[tuple[bytes, bytes]] = steps) -> None:
+            conn, _ = srv.accept()
+            with conn:
+                for sent, answer in steps:
+                    got = b""
+                    while len(got) < len(sent) and (chunk := conn.recv(len(sent) - len(got))):
+                        got += chunk
+                    conn.sendall(answer)
+                while conn.recv(65536):
+                    pass
+
+        server = threading.Thread(target=serve)
+        server.start()
+        with socket.create_connection((host, port)) as c:
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            ports.append(c.getsockname()[1])
+            for sent, answer in steps:
+                c.sendall(sent)
+                got = b""
+                while len(got) < len(answer) and (chunk := c.recv(65536)):
+                    got += chunk
+                assert got == answer
+            c.shutdown(socket.SHUT_WR)
+            while c.recv(65536):
+                pass
+        server.join(10)
+    return ports
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, str]]:
+    """Two Pravega connections (the second server acks an event never
+    sent), a Ripple one and a Reactive Streams one, on one port, captured
+    by tcpdump on lo."""
+    require_tcpdump()
+    path = tmp_path_factory.mktemp("pravega") / "mixed.pcap"
+    demo = (EXAMPLES / "demo.ripple").read_bytes()
+    names = ["pravega", "pravega-bad", "ripple", "reactive-streams"]
+    conversations = [PRAVEGA_STEPS, BAD_STEPS, [(demo, b"")], [RS_HELLOS]]
+    ports: list[int] = []
+    with listener() as srv, tcpdump(path, f"tcp port {srv.getsockname()[1]}", until=closed(lambda: ports)):
+        ports += converse_in_steps(srv, conversations)
+    return path, dict(zip(ports, names, strict=True))
+
+
+def streams(path: Path) -> dict[int, tuple[str, str]]:
+    """--list-streams: client port -> (c2s protocol, s2c protocol)."""
+    r = run_cli(["decode", "--list-streams", str(path)], width=200)
+    out: dict[int, list[str]] = {}
+    for row in [line.split() for line in r.text.splitlines()[1:]]:
+        client = row[2] if row[0].endswith("c2s") else row[3]
+        out.setdefault(int(client.rsplit(":", 1)[1]), []).append(row[1])
+    return {port: (p[0], p[1]) for port, p in out.items()}
+
+
+def test_auto_detection_in_a_mixed_capture(mixed: tuple[Path, dict[int, str]]) -> None:
+    path, by_port = mixed
+    found = streams(path)
+    assert {by_port[port]: protos for port, protos in found.items()} == {
+        "pravega": ("pravega", "pravega"),
+        "pravega-bad": ("pravega", "pravega"),
+        "ripple": ("ripple", "ripple"),
+        "reactive-streams": ("reactive-streams", "reactive-streams"),
+    }
+
+
+def interleaved(steps: list[tuple[bytes, bytes]]) -> list[bytes]:
+    """The lines of a causal conversation, in capture order."""
+    return [line for sent, answer in steps for line in lines(sent) + lines(answer)]
+
+
+def test_a_captured_connection_decodes_like_its_raw_sides(mixed: tuple[Path, dict[int, str]]) -> None:
+    path, by_port = mixed
+    r = run_cli(["decode", "-F", "jsonl", "-Y", 'protocol == "pravega"', str(path)])
+    got: dict[tuple[str, str], list[str]] = {}
+    for obj in map(json.loads, r.text.splitlines()):
+        client = obj["src"] if obj["direction"] == "c2s" else obj["dst"]
+        got.setdefault((by_port[int(client.rsplit(":", 1)[1])], obj["direction"]), []).append(obj["type"])
+    assert got[("pravega", "c2s")] == [
+        "Hello",
+        "SetupAppend",
+        "AppendBlock",
+        "AppendBlockEnd",
+        "AppendBlock",
+        "AppendBlockEnd",
+        "ReadSegment",
+        "KeepAlive",
+    ]
+    assert got[("pravega", "s2c")] == [
+        "Hello",
+        "AppendSetup",
+        "DataAppended",
+        "DataAppended",
+        "SegmentRead",
+        "KeepAlive",
+    ]
+    # The text, in capture order: each request, then its answer.
+    sexp = run_cli(["decode", "-Y", 'protocol == "pravega"', str(path)]).stdout.splitlines()
+    assert sexp == interleaved(PRAVEGA_STEPS) + interleaved(BAD_STEPS)
+    assert lines(PRAVEGA_CLIENT + PRAVEGA_SERVER) == [line for s in PRAVEGA_STEPS for line in lines(s[0])] + [
+        line for s in PRAVEGA_STEPS for line in lines(s[1])
+    ]
+
+
+def test_verify_on_the_capture_applies_the_rules_per_connection(mixed: tuple[Path, dict[int, str]]) -> None:
+    path, by_port = mixed
+    r = run_cli(["verify", "-Y", 'protocol == "pravega"', str(path)])
+    assert r.code == 1
+    problems = [line.strip() for line in r.text.splitlines() if line.startswith("  ")]
+    assert problems == [f"error: offset 140: ack_unknown_event: writer {W1}: ack of #9, up to #4 sent"]
+    bad = next(port for port, name in by_port.items() if name == "pravega-bad")
+    headers = [line for line in r.text.splitlines() if "problem" in line and "[" in line]
+    assert all(f":{bad}" in line for line in headers)
