@@ -1,7 +1,7 @@
 """Detection, and Reactive Streams in real captures: real sockets on
 127.0.0.1 captured by tcpdump, mixed with a Ripple connection and a plain
 HTTP one, decoded with --protocol auto; verify on a capture whose two sides
-break a rule.  (No Reactive Streams implementation exists to run as a peer:
+break a rule; `ripple tap` as a proxy between two peers.  (No Reactive Streams implementation exists to run as a peer:
 each side writes its half of the conversation with ripple's convention.)"""
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from rs_bytes import (
 from ripple_cli.protocols.base import Detection
 from tests.capture.livecap import DEMO, closed, converse, listener, tcpdump
 from tests.conftest import run_cli
+from tests.tap.tapkit import run_tap, wait_for
 
 # One conversation, step by step (True: the client writes): the client
 # subscribes to two publishers of the server, the server to one of the
@@ -108,9 +109,10 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
     return data
 
 
-def play(srv: socket.socket, steps: list[tuple[bool, bytes]]) -> int:
-    """One connection to `srv` playing the steps in turn; its client port."""
-    with socket.create_connection(srv.getsockname()[:2]) as client:
+def play(srv: socket.socket, steps: list[tuple[bool, bytes]], via: tuple[str, int] | None = None) -> int:
+    """One connection to `srv` (or through `via`, a proxy to it) playing the
+    steps in turn, each read whole by the other side; the client's port."""
+    with socket.create_connection(via or srv.getsockname()[:2]) as client:
         server, _addr = srv.accept()
         with server:
             for from_client, data in steps:
@@ -231,3 +233,18 @@ def test_decode_as_for_a_connection_detection_does_not_take(tmp_path: Path) -> N
         "(reactive-streams(ClientHello((version 1)(extensions()))))",
         "(reactive-streams(ServerHello((version 1)(extensions()))))",
     ]
+
+
+def test_tap_between_two_peers(tmp_path: Path) -> None:
+    # The peers check that every step arrives unaltered (play); the tap shows
+    # each direction's messages as it goes.
+    with listener() as srv:
+        args = ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{srv.getsockname()[1]}", "-F", "jsonl"]
+        with run_tap(args, tmp_path) as tap:
+            play(srv, STEPS, via=("127.0.0.1", tap.port))
+            wait_for(lambda: len(tap.stdout().splitlines()) >= 18, timeout=30, what="the tap's 18 messages")
+            assert tap.interrupt() == 130
+            rows = [json.loads(line) for line in tap.stdout().splitlines()]
+    for direction, half in (("c2s", CLIENT), ("s2c", SERVER)):
+        got = [(row["protocol"], row["offset"], row["type"]) for row in rows if row["direction"] == direction]
+        assert got == [("reactive-streams", m.offset, m.type) for m in messages(decode([half]))]
