@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.base import ConnectionAnalyzer, ProtoMessage
@@ -49,6 +49,14 @@ ANALYSIS_KINDS: Mapping[str, str] = {
     "unacked_at_close": "events never acknowledged when the connection closed (a warning)",
 }
 
+# Batches followed at once.  A reader acks each batch before the writer
+# sends many more (go-lumber waits for every ack; Beats pipelines two), so
+# more waiting means the acks are not in the input (one side of a
+# connection, a raw file of the writer's frames): the oldest are then
+# counted, not followed, to keep the memory bounded.
+MAX_BATCHES = 1 << 16
+MAX_LISTED = 1 << 16  # seqs kept for a batch whose seqs do not run on by one
+
 WRITER = "writer"
 READER = "reader"
 EVENTS = frozenset(("Data", "Json"))
@@ -59,14 +67,41 @@ class Batch:
     offset: int  # of its W (or of its first event, when no W opened it)
     version: int
     count: int | None  # events announced; None when no W said
-    seqs: list[int] = field(default_factory=list)  # the events' seqs, as they came
+    size: int = 0  # events received
     acked: int = 0  # events acknowledged, from the first
     closed: bool = False  # no more events join it
     opaque: bool = False  # some of its events could not be seen: its counts are not judged
+    # The events' seqs, kept in constant space while they run on by one (as
+    # they do but for a seq_order problem): the first, or the whole list.
+    first: int = 0
+    listed: list[int] | None = None
 
     @property
     def full(self) -> bool:
-        return self.count is not None and len(self.seqs) >= self.count
+        return self.count is not None and self.size >= self.count
+
+    def add(self, seq: int) -> None:
+        if self.size == 0:
+            self.first = seq
+        elif self.listed is None and seq != (self.first + self.size) & U32_MAX:
+            self.listed = [(self.first + i) & U32_MAX for i in range(self.size)]
+        if self.listed is not None:
+            if len(self.listed) < MAX_LISTED:
+                self.listed.append(seq)
+            else:
+                self.opaque = True  # a batch of scrambled seqs too long to follow: acks are taken at their word
+        self.size += 1
+
+    def index(self, seq: int) -> int | None:
+        """Where the event with this seq is in the batch (the first one)."""
+        if self.listed is not None:
+            return self.listed.index(seq) if seq in self.listed else None
+        i = (seq - self.first) & U32_MAX
+        return i if i < self.size else None
+
+    def seq_range(self) -> str:
+        last = self.listed[-1] if self.listed is not None else (self.first + self.size - 1) & U32_MAX
+        return f"{self.first}..{last}"
 
     def describe(self) -> str:
         size = f"W {self.count}" if self.count is not None else "no W"
@@ -86,6 +121,8 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
         self.keepalives = 0
         self.events = 0
         self.connection = False  # a real connection (not a raw file)
+        self.untracked = 0  # unacknowledged events of batches no longer followed (MAX_BATCHES)
+        self.untracked_batches = 0
         self._outside_reported = False
 
     # ------------------------------------------------------------ entry points
@@ -119,15 +156,15 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
                 Problem(
                     cur.offset,
                     "batch_incomplete",
-                    f"{cur.describe()} had {len(cur.seqs)} of its events when the connection closed",
+                    f"{cur.describe()} had {cur.size} of its events when the connection closed",
                     severity=Severity.WARNING,
                 )
             )
         # A raw file shows one side only: acks are not expected in it.
         if self.connection or self.acks:
-            waiting = [b for b in self.batches if len(b.seqs) > b.acked]
+            waiting = [b for b in self.batches if b.size > b.acked]
             if waiting:
-                n = sum(len(b.seqs) - b.acked for b in waiting)
+                n = sum(b.size - b.acked for b in waiting) + self.untracked
                 which = waiting[0].describe()
                 if len(waiting) > 1:
                     which = f"{len(waiting)} batches, from {which}"
@@ -185,7 +222,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
                 Problem(
                     msg.offset,
                     "batch_incomplete",
-                    f"a new W came before {cur.describe()} had its events ({len(cur.seqs)} came)",
+                    f"a new W came before {cur.describe()} had its events ({cur.size} came)",
                     severity=Severity.WARNING,
                 )
             )
@@ -194,7 +231,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
         self.windows.append((msg.offset, count))
         self._outside_reported = False
         batch = Batch(msg.offset, msg.fields["version"], count, closed=count == 0)
-        self.batches.append(batch)
+        self._track(batch)
         self.current = batch
 
     def _event(self, msg: ProtoMessage, out: list[Problem]) -> None:
@@ -215,7 +252,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
             self._check_seq(msg, batch, letter, seq, out)
         if batch.version == 1:
             self.last_seq = seq
-        batch.seqs.append(seq)
+        batch.add(seq)
         if batch.full:
             batch.closed = True
 
@@ -237,13 +274,25 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
                 out.append(
                     Problem(msg.offset, "event_outside_batch", f"{letter} frame seq {seq} {after}", severity=sev)
                 )
-        self.batches.append(batch)
+        self._track(batch)
         self.current = batch
         return batch
 
+    def _track(self, batch: Batch) -> None:
+        if self.untracked_batches:
+            batch.opaque = True
+        self.batches.append(batch)
+        if len(self.batches) > MAX_BATCHES:
+            old = self.batches.popleft()
+            self.untracked += old.size - old.acked
+            self.untracked_batches += 1
+            if self.untracked_batches == 1:
+                for b in self.batches:  # acks may be for the batch dropped: they can no longer be matched
+                    b.opaque = True
+
     def _check_seq(self, msg: ProtoMessage, batch: Batch, letter: str, seq: int, out: list[Problem]) -> None:
         if batch.version == 2:
-            want = len(batch.seqs) + 1
+            want = batch.size + 1
             if seq != want:
                 out.append(
                     Problem(
@@ -310,10 +359,10 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
             self._apply(self.batches[0], k, a, msg, out)
             return
         if by_count is None:
-            seqs = f", seqs {front.seqs[0]}..{front.seqs[-1]}" if front.seqs and v1 else ""
+            seqs = f", seqs {front.seq_range()}" if front.size and v1 else ""
             out.append(Problem(msg.offset, "ack_above_batch", f"ack {a} is above {front.describe()}{seqs}"))
             return
-        if v1 and found is None and front.seqs:
+        if v1 and found is None and front.size:
             self.style = "count"
         self._apply(front, by_count, a, msg, out)
 
@@ -322,9 +371,9 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
         of an event of a batch still waiting (v1: seqs are unique on a
         connection, until they wrap after 2^32 events)."""
         for index, batch in enumerate(self.batches):
-            for k, seq in enumerate(batch.seqs):
-                if seq == a:
-                    return index, k + 1
+            k = batch.index(a)
+            if k is not None:
+                return index, k + 1
         return None
 
     def _ack_opaque(self, front: Batch, a: int, found: tuple[int, int] | None) -> None:
@@ -335,9 +384,9 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
             front = self.batches[0]
             front.acked = max(front.acked, found[1])
         elif front.count is None or a >= front.count:
-            front.acked = len(front.seqs)
+            front.acked = front.size
             front.closed = True
-        if front.closed and front.acked >= len(front.seqs):
+        if front.closed and front.acked >= front.size:
             self.batches.popleft()
 
     def _apply(self, batch: Batch, k: int, a: int, msg: ProtoMessage, out: list[Problem]) -> None:
@@ -350,15 +399,15 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
                 )
             )
             return
-        if k > len(batch.seqs):
+        if k > batch.size:
             out.append(
                 Problem(
                     msg.offset,
                     "ack_unseen",
-                    f"ack {a} acknowledges {k} events of {batch.describe()}, {len(batch.seqs)} were sent",
+                    f"ack {a} acknowledges {k} events of {batch.describe()}, {batch.size} were sent",
                 )
             )
-            k = len(batch.seqs)
+            k = batch.size
         batch.acked = k
-        if batch.closed and batch.acked >= len(batch.seqs):
+        if batch.closed and batch.acked >= batch.size:
             self.batches.popleft()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 
+import pytest
 from ljkit import A, C, D, J, W
 
 from ripple_cli.codec.problems import Problem
@@ -264,3 +265,30 @@ def test_the_window_over_time() -> None:
         if isinstance(item, ProtoMessage):
             analyzer.observe(WRITER, item)
     assert analyzer.windows == [(0, 10), (6, 15), (12, 22), (18, 11)]
+
+
+def test_a_batch_of_scrambled_seqs_still_matches_acks() -> None:
+    # v1, seqs not running on by one (an error each), acked by seq then by count.
+    frames = D(5, [(b"a", b"1")]) + D(9, [(b"a", b"2")]) + D(7, [(b"a", b"3")])
+    assert run([(WRITER, W(3, b"1") + frames), (READER, A(9, b"1") + A(7, b"1"))]) == [
+        (26, "seq_order", "error"),
+        (46, "seq_order", "error"),
+    ]
+
+
+def test_memory_stays_bounded_when_acks_never_come(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ripple_cli.protocols.lumberjack import analysis
+
+    monkeypatch.setattr(analysis, "MAX_BATCHES", 4)
+    batches = b"".join(W(1) + J(1, b"{}") for _ in range(10))
+    analyzer = LumberjackAnalyzer()
+    stream = LumberjackStream(DissectOptions(), WRITER)
+    for item in stream.feed(batches):
+        assert isinstance(item, ProtoMessage)
+        assert analyzer.observe(WRITER, item) == []
+    assert len(analyzer.batches) == 4
+    (p,) = analyzer.close()
+    assert (p.kind, p.detail) == (
+        "unacked_at_close",
+        "10 events never acknowledged at the end of the connection: 4 batches, from the batch at offset 108 (W 1)",
+    )
