@@ -32,7 +32,7 @@ PROBLEM_KINDS: dict[str, str] = {
     "bad_varint": "a varint that is not minimal or above 2^64-1 (the message is shown raw), or runs past 10 bytes "
     "(framing is lost)",
     "bad_long": "a Long (demand) above Long.MAX_VALUE, 2^63-1: the message is shown raw",
-    "bad_count": "a hello listing more than 65536 extensions: framing is lost",
+    "bad_count": "a hello listing more than 65536 extensions (or above --max-payload): framing is lost",
     "bad_utf8": "a String field that is not UTF-8 (a warning)",
     "too_long": "a field above --max-payload, or an onNextPacked of more than 65536 elements: the message is skipped",
     "no_element_size": "an onNextPacked for a subscription with no elementSize: framing is lost",

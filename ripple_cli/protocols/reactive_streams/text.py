@@ -85,8 +85,9 @@ def to_json(message: Message) -> dict[str, Any]:
 
 
 def _short(b: bytes, limit: int = 40) -> str:
-    """An atom as the text shows it, cut for the summary column."""
-    s = to_string(b).decode("utf-8", "replace")
+    """An atom as the text shows it, cut for the summary column (only its
+    head is escaped: an element may be megabytes)."""
+    s = to_string(b[:limit]).decode("utf-8", "replace")
     return s if len(s) <= limit else s[: limit - 1] + "\u2026"
 
 

@@ -202,13 +202,13 @@ class Layout:
         return self.cls.CODE
 
 
-def _layout(cls: type[Message], *kinds: Kind, extra: tuple[tuple[str, Kind], ...] = ()) -> Layout:
+def _layout(cls: type[Message], *kinds: Kind) -> Layout:
     names = [f.name for f in fields(cls)]
     # OnNextPacked shows its count (a property) before the elements.
     if cls is OnNextPacked:
         names.insert(names.index("elements"), "count")
     assert len(names) == len(kinds), cls
-    return Layout(cls, cls.__name__, tuple(zip(names, kinds, strict=True)) + extra)
+    return Layout(cls, cls.__name__, tuple(zip(names, kinds, strict=True)))
 
 
 K = Kind
@@ -378,7 +378,7 @@ def read_message(buf: bytes | bytearray, pos: int, end: int, sizes: Mapping[int,
             for _ in range(n):
                 ids.append(varint(field, U64_MAX, "bad_varint"))
                 if p - pos > max_payload + HEADROOM:
-                    raise FramingLost("too_long", f"{name} {field} take more than {max_payload} bytes")
+                    raise FramingLost("bad_count", f"{name} {field} take more than {max_payload} bytes")
             values[field] = tuple(ids)
         elif kind is Kind.SIZE:
             subscriber = values["subscriber"]
