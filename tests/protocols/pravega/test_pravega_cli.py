@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from pv_bytes import W1, data_appended, lines
+from pv_bytes import W1, data_appended, decode, lines, messages
 from pv_fixtures import (
     CLEAN,
     GOLDEN,
@@ -26,6 +26,7 @@ from pv_fixtures import (
 from tests.capture.livecap import closed, listener, require_tcpdump, tcpdump
 from tests.conftest import EXAMPLES, golden, run_cli
 from tests.conftest import GOLDEN as GOLDEN_DIR
+from tests.tap.tapkit import run_tap, wait_for
 
 DIR = "protocols/pravega"
 ALL_VIOLATIONS = {**VIOLATIONS, **STREAM_VIOLATIONS}
@@ -99,39 +100,53 @@ RS_HELLOS = (b"\x01\x00\x00", b"\x02\x00\x00")  # Reactive Streams hellos (rippl
 BAD_STEPS = [*PRAVEGA_STEPS[:3], (PRAVEGA_STEPS[3][0], data_appended(W1, 9, 3, 1, 91)), *PRAVEGA_STEPS[4:]]
 
 
+def serve_steps(srv: socket.socket, steps: list[tuple[bytes, bytes]]) -> threading.Thread:
+    """A scripted segment store for one connection: it reads each request
+    whole, then sends its answer."""
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            for sent, answer in steps:
+                got = b""
+                while len(got) < len(sent) and (chunk := conn.recv(len(sent) - len(got))):
+                    got += chunk
+                conn.sendall(answer)
+            while conn.recv(65536):
+                pass
+
+    server = threading.Thread(target=serve)
+    server.start()
+    return server
+
+
+def client_steps(port: int, steps: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    """The client of `serve_steps`: each request, then its whole answer.
+    Its local port, and all it received."""
+    received = b""
+    with socket.create_connection(("127.0.0.1", port)) as c:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for sent, answer in steps:
+            c.sendall(sent)
+            got = b""
+            while len(got) < len(answer) and (chunk := c.recv(65536)):
+                got += chunk
+            received += got
+        c.shutdown(socket.SHUT_WR)
+        while chunk := c.recv(65536):
+            received += chunk
+        return c.getsockname()[1], received
+
+
 def converse_in_steps(srv: socket.socket, conversations: list[list[tuple[bytes, bytes]]]) -> list[int]:
-    """One connection after the other; in each, the client sends a
-    request, the server reads all of it and answers, and so on: the
-    capture order is causal, as with a real segment store."""
-    host, port = srv.getsockname()[:2]
+    """One connection after the other, each request answered once read
+    whole: the capture order is causal, as with a real segment store."""
     ports = []
     for steps in conversations:
-
-        def serve(steps: list[tuple[bytes, bytes]] = steps) -> None:
-            conn, _ = srv.accept()
-            with conn:
-                for sent, answer in steps:
-                    got = b""
-                    while len(got) < len(sent) and (chunk := conn.recv(len(sent) - len(got))):
-                        got += chunk
-                    conn.sendall(answer)
-                while conn.recv(65536):
-                    pass
-
-        server = threading.Thread(target=serve)
-        server.start()
-        with socket.create_connection((host, port)) as c:
-            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            ports.append(c.getsockname()[1])
-            for sent, answer in steps:
-                c.sendall(sent)
-                got = b""
-                while len(got) < len(answer) and (chunk := c.recv(65536)):
-                    got += chunk
-                assert got == answer
-            c.shutdown(socket.SHUT_WR)
-            while c.recv(65536):
-                pass
+        server = serve_steps(srv, steps)
+        port, received = client_steps(srv.getsockname()[1], steps)
+        assert received == b"".join(answer for _sent, answer in steps)
+        ports.append(port)
         server.join(10)
     return ports
 
@@ -220,3 +235,33 @@ def test_verify_on_the_capture_applies_the_rules_per_connection(mixed: tuple[Pat
     bad = next(port for port, name in by_port.items() if name == "pravega-bad")
     headers = [line for line in r.text.splitlines() if "problem" in line and "[" in line]
     assert all(f":{bad}" in line for line in headers)
+
+
+def test_tap_between_a_client_and_a_segment_store(tmp_path: Path) -> None:
+    # The tap relays every byte unchanged and shows both directions.
+    with listener() as srv:
+        server = serve_steps(srv, PRAVEGA_STEPS)
+        upstream = srv.getsockname()[1]
+        args = [
+            "--protocol",
+            "pravega",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            f"127.0.0.1:{upstream}",
+            "-F",
+            "jsonl",
+        ]
+        with run_tap(args, tmp_path) as tap:
+            _port, received = client_steps(tap.port, PRAVEGA_STEPS)
+            wait_for(lambda: len(tap.stdout().splitlines()) >= 14, timeout=30, what="the tap's 14 messages")
+            assert tap.interrupt() == 130
+            out = [json.loads(line) for line in tap.stdout().splitlines()]
+        server.join(10)
+    assert received == PRAVEGA_SERVER
+    for direction, data in (("c2s", PRAVEGA_CLIENT), ("s2c", PRAVEGA_SERVER)):
+        mine = [o for o in out if o["direction"] == direction]
+        assert [(o["offset"], o["size"]) for o in mine] == [(m.offset, m.size) for m in messages(decode([data]))]
+        assert {o["protocol"] for o in mine} == {"pravega"}
+    joined = [o for o in out if o.get("completes_partial_event")]
+    assert [o["completes_partial_event"][0]["data"] for o in joined] == ['{"sym":"NVDA","qty":7}']
