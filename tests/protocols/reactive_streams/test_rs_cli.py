@@ -5,9 +5,10 @@ fixture breaking each rule and on clean ones, -Y and --type on its fields."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from rs_bytes import CLEAN, CLEAN_WARNINGS, VIOLATIONS
+from rs_bytes import CLEAN, CLEAN_WARNINGS, VIOLATIONS, cancel, client_hello, on_next
 
 from tests.conftest import GOLDEN, run_cli
 
@@ -115,3 +116,19 @@ def test_encode_error_is_one_line() -> None:
     assert r.code != 0
     assert r.stdout == b""
     assert r.stderr == "ripple: <stdin>: line 1: reactive-streams: Request: missing field demand\n"
+
+
+def test_max_payload_bounds_a_field(tmp_path: Path) -> None:
+    data = client_hello() + on_next(1, bytes(40)) + cancel(1)
+    file = tmp_path / "big.bin"
+    file.write_bytes(data)
+    r = run_cli(["decode", "--max-payload", "16", str(file)])
+    assert r.code == 1
+    assert r.text.splitlines() == [
+        "(reactive-streams(ClientHello((version 0)(extensions()))))",
+        "(reactive-streams(Cancel((subscriber 1))))",
+    ]
+    assert r.stderr == (
+        f"ripple: {file}: error: offset 3: OnNext element of 40 bytes is above the maximum of 16; "
+        "skipped 43 bytes to offset 46\n"
+    )

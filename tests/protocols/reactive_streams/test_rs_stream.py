@@ -316,3 +316,8 @@ def test_hand_written_bytes() -> None:
         b"(reactive-streams(OnNextPart((subscriber 2)(element_id 7)(data hi))))",
     ]
     assert [p.kind for p in problems(items)] == ["truncated"]
+
+
+def test_summary_of_a_large_element_is_short() -> None:
+    (m,) = messages(decode([on_next(1, bytes(100000))]))
+    assert m.summary == "#1 100000 bytes " + ('"' + "\\000" * 40)[:39] + "\u2026"
