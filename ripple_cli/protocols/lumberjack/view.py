@@ -33,7 +33,7 @@ def parse_json(payload: bytes) -> tuple[Any, str | None]:
     except UnicodeDecodeError as e:
         return None, f"not UTF-8 (byte {e.start})"
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as e:
         at = len(text[: e.pos].encode("utf-8"))
         # "Expecting value" -> "Expecting value at byte 0"; "Invalid control character at" -> "... at byte 5"
@@ -54,6 +54,9 @@ def parse_json(payload: bytes) -> tuple[Any, str | None]:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)  # one for all payloads: building one costs
 
 
 def data_event(frame: Data) -> dict[str, Any]:
@@ -104,4 +107,6 @@ def summary_of(frame: Frame, fields: dict[str, Any]) -> str:
 
 def _short(b: bytes) -> str:
     text = b[: SUMMARY_WIDTH + 1].decode("utf-8", "backslashreplace")
+    if text.isprintable():  # the usual case, checked at C speed
+        return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
