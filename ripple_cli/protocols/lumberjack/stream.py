@@ -206,15 +206,16 @@ class LumberjackStream(StreamDissector):
             self._types = WRITER_TYPES if is_writer(frame) else frozenset((ACK,))
         if is_writer(frame) and self._version is None:
             self._version = frame.version
+        # The first frame after damage says so: the analysis cannot count what the damage took.
+        mark = {"after_damage": True} if self._after_damage else {}
+        self._after_damage = False
         if isinstance(frame, Compressed):
-            self._compressed(frame, offset, size, None, _Budget(self.options.max_inflate, MAX_INNER_FRAMES), 0, out)
+            budget = _Budget(self.options.max_inflate, MAX_INNER_FRAMES)
+            self._compressed(frame, offset, size, None, budget, 0, out, mark)
         else:
-            self._simple(frame, offset, size, None, out)
+            self._simple(frame, offset, size, None, out, mark)
 
     def _message(self, frame: Frame, offset: int, size: int, inside: int | None, extra: dict[str, Any]) -> ProtoMessage:
-        if self._after_damage:
-            self._after_damage = False
-            extra["after_damage"] = True  # the analysis cannot count what the damage took
         fields = fields_of(frame, inside, extra)
         return ProtoMessage(
             PROTOCOL,
@@ -227,7 +228,9 @@ class LumberjackStream(StreamDissector):
             direction="writer" if is_writer(frame) else "reader",
         )
 
-    def _simple(self, frame: Frame, offset: int, size: int, inside: int | None, out: list[Item]) -> None:
+    def _simple(
+        self, frame: Frame, offset: int, size: int, inside: int | None, out: list[Item], mark: dict[str, Any]
+    ) -> None:
         extra: dict[str, Any] = {}
         problem: Problem | None = None
         if isinstance(frame, Window):
@@ -241,7 +244,7 @@ class LumberjackStream(StreamDissector):
                 extra["payload"] = json_bytes(frame.payload)
                 where = f" in the C frame at offset {inside}" if inside is not None else ""
                 problem = Problem(offset, "bad_json", f"J frame seq {frame.seq}{where}: invalid JSON: {why}")
-        out.append(self._message(frame, offset, size, inside, extra))
+        out.append(self._message(frame, offset, size, inside, extra | mark))
         if problem is not None:
             out.append(problem)
 
@@ -254,6 +257,7 @@ class LumberjackStream(StreamDissector):
         budget: _Budget,
         depth: int,
         out: list[Item],
+        mark: dict[str, Any],
     ) -> None:
         """A C frame, then the frames it holds (recursively), then what is
         wrong with its zlib data."""
@@ -285,7 +289,7 @@ class LumberjackStream(StreamDissector):
                 extra["complete"] = whole and read_all
                 if inflated.error is not None:
                     problems.append(Problem(top, "bad_zlib", f"{where}: {inflated.error}"))
-        out.append(self._message(frame, offset, size, inside, extra))
+        out.append(self._message(frame, offset, size, inside, extra | mark))
         out.extend(inner)
         out.extend(problems)
 
@@ -320,9 +324,9 @@ class LumberjackStream(StreamDissector):
             frame, end = r
             count += 1
             if isinstance(frame, Compressed):
-                self._compressed(frame, top, 0, top, budget, depth + 1, out)
+                self._compressed(frame, top, 0, top, budget, depth + 1, out, {})
             else:
-                self._simple(frame, top, 0, top, out)
+                self._simple(frame, top, 0, top, out, {})
             p = end
         return count, True
 

@@ -293,3 +293,13 @@ def test_problem_and_message_types() -> None:
     assert all(isinstance(i, ProtoMessage | Problem) for i in items)
     assert {p.kind for p in problems(items)} <= set(DISSECTOR.problem_kinds)
     assert {m.type for m in messages(items)} <= set(DISSECTOR.type_styles)
+
+
+def test_after_damage_marks_the_frame_of_the_stream_not_the_frames_inside() -> None:
+    s = LumberjackStream(DissectOptions(), True)
+    out = s.feed(W(1)) + s.gap(3) + s.feed(C(zlib.compress(J(1, b"{}")))) + s.finish()
+    assert [(m.type, m.fields.get("after_damage")) for m in messages(out)] == [
+        ("Window", None),
+        ("Compressed", True),
+        ("Json", None),
+    ]
