@@ -54,7 +54,7 @@ class LumberjackDissector(Dissector):
         "pairs": FilterField("num", "Data: the number of key/value pairs"),
         "length": FilterField("num", "Json: payload bytes; Compressed: zlib bytes"),
         "event": FilterField("any", "Data: the pairs as an object; Json: the parsed document (event.message ...)"),
-        "payload": FilterField("any", "Json: the payload (text, or {\"base64\": ...}), only when it is not valid JSON"),
+        "payload": FilterField("any", 'Json: the payload (text, or {"base64": ...}), only when it is not valid JSON'),
         "inflated_size": FilterField("num", "Compressed: bytes after inflating"),
         "frames": FilterField("num", "Compressed: frames directly inside"),
         "in_compressed": FilterField("num", "a frame found inside a C frame: that C frame's offset"),
