@@ -1004,8 +1004,10 @@ class _Parser:
                 raise FilterError(f"expected a number for {name}, found '{lit.source}'", lit.column)
             if kind == _BOOL and lit.boolean is None:
                 raise FilterError(f"expected true or false for {name}, found '{lit.source}'", lit.column)
+            what_of = field.choice_what.rsplit(" ", 1)[-1]
             if field.choices and o in ("==", "!=", "in") and lit.text not in field.choices:
                 lower = {c.lower(): c for c in field.choices}
                 guess = lower.get(lit.text.lower()) or _suggest(lit.text, field.choices)
-                hint = f"did you mean '{guess}'?" if guess else ", ".join(field.choices)
+                listed = ", ".join(field.choices) if len(field.choices) <= 12 else f"no protocol has such a {what_of}"
+                hint = f"did you mean '{guess}'?" if guess else listed
                 raise FilterError(f"unknown {field.choice_what} '{lit.text}' ({hint})", lit.column)

@@ -103,7 +103,11 @@ class MessageTypeName(click.ParamType):  # type: ignore[type-arg]
         by_lower = {k.lower(): k for k in known}
         if str(value).lower() in by_lower:
             return by_lower[str(value).lower()]
-        self.fail(f"{value!r} is not a message type of any protocol (known: {', '.join(known)})", param, ctx)
+        import difflib
+
+        close = difflib.get_close_matches(str(value), known, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (Ripple's: {', '.join(TAG_BY_NAME)})"
+        self.fail(f"{value!r} is not a message type of any protocol{hint}", param, ctx)
 
 
 def selection_options(f: F) -> F:
