@@ -9,7 +9,7 @@ the same on all of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Union
 
 
@@ -33,6 +33,16 @@ class StreamId:
     client: Endpoint
     server: Endpoint
     from_client: bool
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Every event of a capture is looked up by its stream (the demux, the
+        # reports): the generated __hash__ hashed both endpoints each time,
+        # three Python calls a lookup.  The fields never change: once.
+        object.__setattr__(self, "_hash", hash((self.connection, self.client, self.server, self.from_client)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def direction(self) -> str:

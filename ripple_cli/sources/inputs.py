@@ -36,6 +36,20 @@ class ChunkFile:
             del self._buf[:n]
         return data
 
+    def read1(self, n: int = -1) -> bytes:
+        """What is there, at most n bytes; waits for the next chunk only
+        when nothing is buffered, so a live source is never held up.  With
+        it the capture readers take big blocks, not a read per record."""
+        if not self._buf:
+            chunk = None if self._eof else next(self._rest, None)
+            if chunk is None:
+                self._eof = True
+                return b""
+            if n < 0 or len(chunk) <= n:
+                return bytes(chunk)
+            self._buf += chunk
+        return self.read(len(self._buf) if n < 0 else min(n, len(self._buf)))
+
     def readable(self) -> bool:
         return True
 

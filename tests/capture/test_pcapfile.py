@@ -20,6 +20,7 @@ from mutate import pcap_bytes
 from ripple_cli.capture.events import CaptureEvent, CaptureNote, StreamData, StreamEnd
 from ripple_cli.capture.pcapfile import read_pcap, read_pcapng
 from ripple_cli.capture.reader import CaptureOptions, capture_events, frame_events
+from ripple_cli.sources.inputs import ChunkFile, input_events
 
 
 def _records(cap: Capture) -> list[tuple[int, bytes]]:
@@ -249,6 +250,34 @@ def test_pipe_events_arrive_before_the_writer_ends(lo_capture: Capture, kind: st
     assert_exchanges(collect(iter(ev for _d, ev in got)), lo_capture.exchanges)
     if isinstance(f, _ExactReader):
         assert max(f.sizes) <= 66000 + 16
+
+
+def test_chunk_file_read1_gives_what_is_there() -> None:
+    """The inputs' chunk adapter: `read1` never waits while bytes are
+    buffered, and hands a whole chunk over when it fits."""
+    f = ChunkFile(b"ab", iter([b"cdef", b"gh"]))
+    assert f.read1(3) == b"ab"
+    assert f.read1(3) == b"cde"
+    assert f.read1(-1) == b"f"
+    assert f.read1(10) == b"gh"
+    assert f.read1(10) == b""
+    assert f.read(4) == b""
+
+
+def test_a_capture_on_stdin_goes_through_the_chunk_adapter_as_it_arrives(lo_capture: Capture) -> None:
+    """`ripple decode -` of a pcap: stdin's chunks through ChunkFile, read
+    in blocks (read1), events still coming before the writer is done."""
+    data = lo_capture.path.read_bytes()
+    r, w = os.pipe()
+    done = threading.Event()
+    writer = _slow_writer(w, data, done)
+    with os.fdopen(r, "rb") as stdin:
+        writer.start()
+        got = [(done.is_set(), ev) for ev in input_events("-", stdin)]
+        writer.join()
+    early = [ev for was_done, ev in got if not was_done and isinstance(ev, StreamData)]
+    assert len(early) > 10, "events waited for the end of the input"
+    assert_exchanges(collect(iter(ev for _d, ev in got)), lo_capture.exchanges)
 
 
 class _Counting(io.RawIOBase):

@@ -494,6 +494,31 @@ def test_lanes_on_damaged_streams_with_holes(data: st.DataObject) -> None:
     assert_same(events, LaneKind.COUNT, DeltaMode.VALIDATE, max_payload)
 
 
+def test_more_fingerprints_than_the_scanner_keeps() -> None:
+    """The scanner keeps the registry's answers from run to run (64 of
+    them, then it starts over), and asks again after a Handshake: a stream
+    of 200 Deltas of 100 schemas, half declared half-way through."""
+    declared = [Schema(f"s{i}".encode(), 1, INT, (Field(b"n", INT),)) for i in range(50)]
+    compiled = [CompiledSchema(x) for x in declared]
+    envs: list[Envelope] = []
+    for i in range(200):
+        if i == 100:
+            hs = Handshake(b"w", tuple((x.name, x) for x in declared), 1)
+            envs.append(Envelope(1000, 0, FIXED_FINGERPRINTS[0], 0, hs))
+        k = i % 100
+        if k < 50:
+            body: Any = DeltaView(b"o", 7, SetRow({"n": i}), i + 1, None, compiled[k])
+            envs.append(Envelope(i + 1, 0, compiled[k].fingerprint, 0, body))
+        else:
+            body = DeltaMsg(b"o", b"\x07", b"\x00\x01", i + 1, None)
+            envs.append(Envelope(i + 1, 0, f"undeclared{k}/v1".encode(), 0, body))
+    stream = b"".join(e.to_bytes() for e in envs)
+    for cuts in ([], list(range(300, len(stream), 300))):
+        events = _events(stream, cuts, {})
+        assert_same(events, LaneKind.COUNT, DeltaMode.VALIDATE)
+        assert_same(events, LaneKind.SEXP, DeltaMode.DECODE)
+
+
 @pytest.mark.skipif(speedups() is None, reason="the C fast lane is off (RIPPLE_PURE)")
 def test_a_clean_stream_goes_through_the_lane() -> None:
     """Not only the same: the lane really takes the boring envelopes."""

@@ -809,6 +809,16 @@ enum {
 };
 #define REC_WORDS 6
 
+#define MAX_FPS 64
+
+typedef struct {
+    uint8_t raw[32]; /* as in the header */
+    PyObject *fp; /* the fingerprint, trailing NULs removed */
+    int known; /* the registry has the schema */
+    Program *prog; /* its program, NULL when known but not compiled */
+    Py_ssize_t name; /* index in the run's `names`, -1 until a record needs it */
+} FpEntry;
+
 typedef struct {
     PyObject_HEAD
     long long max_payload;
@@ -818,18 +828,25 @@ typedef struct {
     PyObject *resolve; /* fingerprint -> (known, Program | None) */
     Out out; /* the text, reused from call to call */
     int busy; /* in run: `out` is in use (resolve must not call run again) */
+    /* The registry's answers, kept from run to run unless the caller says
+     * they may have changed (a Handshake went through Python in between):
+     * a capture calls run once a packet, and asking resolve each time for
+     * each fingerprint cost more than the packet's envelopes. */
+    FpEntry fps[MAX_FPS];
+    int nfps;
 } Scanner;
 
-#define MAX_FPS 64
-#define MAX_SLOTS 256
+static void
+scanner_forget(Scanner *sc)
+{
+    for (int i = 0; i < sc->nfps; i++) {
+        Py_CLEAR(sc->fps[i].fp);
+        Py_CLEAR(sc->fps[i].prog);
+    }
+    sc->nfps = 0;
+}
 
-typedef struct {
-    uint8_t raw[32]; /* as in the header */
-    PyObject *fp; /* the fingerprint, trailing NULs removed */
-    int known; /* the registry has the schema */
-    Program *prog; /* its program, NULL when known but not compiled */
-    Py_ssize_t name; /* index in `names`, -1 until a record needs it */
-} FpEntry;
+#define MAX_SLOTS 256
 
 typedef struct {
     PyObject *key; /* (worker, output), a key of the checker's last_applied */
@@ -843,8 +860,6 @@ typedef struct {
 typedef struct {
     Scanner *sc;
     long long base; /* stream offset of buf[0] */
-    FpEntry fps[MAX_FPS];
-    int nfps;
     Slot slots[MAX_SLOTS];
     int nslots;
     PyObject *worker;
@@ -900,11 +915,12 @@ fp_len(const uint8_t *raw)
 static FpEntry *
 run_fp(Run *cx, const uint8_t *raw)
 {
-    for (int i = 0; i < cx->nfps; i++)
-        if (!memcmp(cx->fps[i].raw, raw, 32))
-            return &cx->fps[i];
-    if (cx->nfps == MAX_FPS)
-        return NULL;
+    Scanner *sc = cx->sc;
+    for (int i = 0; i < sc->nfps; i++)
+        if (!memcmp(sc->fps[i].raw, raw, 32))
+            return &sc->fps[i];
+    if (sc->nfps == MAX_FPS)
+        scanner_forget(sc); /* many schemas over time: start the cache over (no entry outlives its frame) */
     PyObject *fp = PyBytes_FromStringAndSize((const char *)raw, (Py_ssize_t)fp_len(raw));
     if (!fp)
         return NULL;
@@ -926,7 +942,7 @@ run_fp(Run *cx, const uint8_t *raw)
         Py_DECREF(ans);
         return NULL;
     }
-    FpEntry *e = &cx->fps[cx->nfps++];
+    FpEntry *e = &sc->fps[sc->nfps++];
     memcpy(e->raw, raw, 32);
     e->fp = fp;
     e->known = known;
@@ -1262,12 +1278,14 @@ static void
 Scanner_dealloc(Scanner *self)
 {
     Py_XDECREF(self->resolve);
+    scanner_forget(self);
     PyMem_Free(self->out.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* run(buf, pos, end, base, last_seq, worker, applied)
+/* run(buf, pos, end, base, last_seq, worker, applied, fresh)
  *   -> (pos, messages, bytes, counts, last_seq, text, records, names)
+ * fresh: ask resolve again (the registry may have changed since the last run). 
  * See the top of this file and lane.py. */
 static PyObject *
 Scanner_run(Scanner *self, PyObject *args)
@@ -1276,13 +1294,18 @@ Scanner_run(Scanner *self, PyObject *args)
     Py_ssize_t pos, end;
     long long base;
     PyObject *last_obj, *worker, *applied;
+    int fresh;
     if (!self->resolve || self->busy) {
         PyErr_SetString(PyExc_RuntimeError, self->busy ? "Scanner.run is not re-entrant" : "Scanner not initialised");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "y*nnLOOO", &view, &pos, &end, &base, &last_obj, &worker, &applied))
+    if (!PyArg_ParseTuple(args, "y*nnLOOOp", &view, &pos, &end, &base, &last_obj, &worker, &applied, &fresh))
         return NULL;
     self->busy = 1;
+    if (fresh)
+        scanner_forget(self);
+    for (int i = 0; i < self->nfps; i++)
+        self->fps[i].name = -1; /* names are per run */
     PyObject *result = NULL, *counts_t = NULL, *last = NULL, *text = NULL, *recs = NULL;
     long long messages = 0, nbytes = 0, counts[6] = {0};
     Run cx;
@@ -1367,10 +1390,6 @@ done:
         }
         Py_DECREF(s->key);
     }
-    for (int i = 0; i < cx.nfps; i++) {
-        Py_DECREF(cx.fps[i].fp);
-        Py_XDECREF(cx.fps[i].prog);
-    }
     Py_XDECREF(counts_t);
     Py_XDECREF(last);
     Py_XDECREF(text);
@@ -1384,8 +1403,8 @@ done:
 
 static PyMethodDef Scanner_methods[] = {
     {"run", (PyCFunction)Scanner_run, METH_VARARGS,
-     "run(buf, pos, end, base, last_seq, worker, applied) -> (pos, messages, bytes, counts, last_seq, text, records, "
-     "names)"},
+     "run(buf, pos, end, base, last_seq, worker, applied, fresh) -> (pos, messages, bytes, counts, last_seq, text, "
+     "records, names)"},
     {NULL},
 };
 

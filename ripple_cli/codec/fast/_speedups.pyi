@@ -28,5 +28,6 @@ class Scanner:
         last_seq: int | None,
         worker: bytes | None,
         applied: dict[tuple[bytes, bytes], int] | None,
+        fresh: bool,
         /,
     ) -> tuple[int, int, int, tuple[int, int, int, int, int, int], int | None, bytes | None, bytes, list[object]]: ...

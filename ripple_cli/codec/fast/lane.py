@@ -42,6 +42,7 @@ from ripple_cli.codec.fast.program import compile_program
 from ripple_cli.codec.problems import Problem
 
 if TYPE_CHECKING:
+    from ripple_cli.codec.delta import CompiledSchema
     from ripple_cli.codec.fast._speedups import Program
     from ripple_cli.codec.stream import StreamDecoder
 
@@ -53,9 +54,11 @@ class LaneKind(Enum):
     SEXP = "sexp"  # also write each message's canonical line (decode --format sexp)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a capture makes a Batch per packet, and a frozen dataclass's
+# __init__ (object.__setattr__ per field) took four times as long.
+@dataclass(slots=True)
 class Batch:
-    """Consecutive whole envelopes the fast lane handled."""
+    """Consecutive whole envelopes the fast lane handled (not to be changed)."""
 
     offset: int  # stream offset of the first
     end: int  # stream offset after the last
@@ -122,13 +125,23 @@ class Lane:
         )
         self._skip = 0
         self._backoff = 1
+        self._programs: dict[CompiledSchema, Program | None] = {}
+        self._resumes_at = -1  # stream offset where the last run stopped
 
     def _resolve(self, fingerprint: bytes) -> tuple[bool, Program | None]:
         """Is the schema known (registry.get), and its program."""
         compiled = self.registry.get(fingerprint)
         if compiled is None:
             return False, None
-        return True, None if self.raw else compile_program(compiled.schema)
+        if self.raw:
+            return True, None
+        # The scanner asks again at every run (a Handshake in between may
+        # have changed the answer), and a capture calls run once a packet:
+        # compile_program's cache hashes the whole Schema tree, which cost
+        # more than decoding the packet.  CompiledSchema hashes by identity.
+        if compiled not in self._programs:
+            self._programs[compiled] = compile_program(compiled.schema)
+        return True, self._programs[compiled]
 
     def run(self) -> Batch | None:
         """Consume the boring envelopes at the head of the buffer."""
@@ -145,9 +158,13 @@ class Lane:
             last_seq, worker, applied = checker.last_seq, checker.worker or UNKNOWN_WORKER, checker.last_applied
         else:
             last_seq, worker, applied = None, None, None
+        # Only the Python decoder changes the registry (a Handshake): when it
+        # consumed nothing since the last run, the scanner's answers hold.
+        fresh = base + pos != self._resumes_at
         end, messages, nbytes, by_tag, last_seq, text, recs, names = self._scanner.run(
-            buf, pos, stop, base, last_seq, worker, applied
+            buf, pos, stop, base, last_seq, worker, applied, fresh
         )
+        self._resumes_at = base + end
         if not messages:
             self._skip = self._backoff
             self._backoff = min(2 * self._backoff, _BACKOFF_CAP)
@@ -157,5 +174,6 @@ class Lane:
         if checker is not None:
             checker.last_seq = last_seq
         records: array[int] = array("q")
-        records.frombytes(recs)
+        if recs:
+            records.frombytes(recs)
         return Batch(base + pos, base + end, messages, nbytes, by_tag, text or b"", records, names)
