@@ -26,6 +26,7 @@ both sides have been seen.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,7 @@ KINDS = {
     "unacked_events": "events a writer sent that were never acked before the connection ended",
 }
 
+MAX_PENDING = 100_000  # unanswered appends remembered per writer (offsets and times)
 _WARNINGS = frozenset(("no_hello", "bad_version_range", "event_count_mismatch", "ack_previous_mismatch"))
 _CLIENT, _SERVER = "client", "server"
 # Replies that end a writer's appends (its events will not be acked here).
@@ -80,12 +82,38 @@ _FAILURES = frozenset(
 @dataclass
 class _Writer:
     setup: bool = False
+    segment: str | None = None
     request_ids: set[int] = field(default_factory=set)
     last_sent: int | None = None  # the event number of its last append
     floor: int | None = None  # AppendSetup's lastEventNumber: what the server already has
     ack_floor: int | None = None  # the last ack (or AppendSetup's number): the next ack must be above it
     answered: int | None = None  # the highest event acked or refused (ConditionalCheckFailed)
     failed: bool = False
+    appends: int = 0
+    events: int = 0
+    # Appends not answered yet: (event number, offset, capture time), oldest
+    # first; bounded (see MAX_PENDING), for the unacked report's offset and
+    # the ack latencies.
+    pending: deque[tuple[int, int, int | None]] = field(default_factory=deque)
+    max_ack_latency_ns: int | None = None
+
+    def answer(self, n: int, time_ns: int | None) -> None:
+        """Events up to `n` are answered: their latency, and they are no
+        longer pending."""
+        self.answered = n if self.answered is None else max(self.answered, n)
+        while self.pending and self.pending[0][0] <= n:
+            _n, _offset, sent_at = self.pending.popleft()
+            if sent_at is not None and time_ns is not None:
+                latency = time_ns - sent_at
+                self.max_ack_latency_ns = max(latency, self.max_ack_latency_ns or 0)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"segment": self.segment, "appends": self.appends, "events": self.events}
+        out["last_event_number"] = self.last_sent
+        out["acked"] = self.answered
+        if self.max_ack_latency_ns is not None:
+            out["max_ack_latency_ns"] = self.max_ack_latency_ns
+        return out
 
 
 @dataclass
@@ -112,6 +140,9 @@ def _number(n: int | None) -> str:
 
 class PravegaAnalyzer(ConnectionAnalyzer):
     def __init__(self) -> None:
+        self.connection = False  # a capture's connection (each message's side known), not a raw file
+        self.reads = {"requests": 0, "replies": 0, "bytes": 0, "events": 0}
+        self.errors: dict[str, int] = {}
         self.writers: dict[str, _Writer] = {}
         self.hellos: dict[str, tuple[int, int]] = {}
         self.started: set[str] = set()
@@ -141,6 +172,7 @@ class PravegaAnalyzer(ConnectionAnalyzer):
 
     def observe(self, from_client: bool | None, msg: ProtoMessage) -> list[Problem]:
         out: list[Problem] = []
+        self.connection = self.connection or from_client is not None
         side = self._side(from_client, msg)
         self.seen.add(side)
         if side not in self.started:
@@ -154,6 +186,9 @@ class PravegaAnalyzer(ConnectionAnalyzer):
         return out
 
     def close(self) -> list[Problem]:
+        # Both problems are the client's: at the offset of its block, or of
+        # its first append never answered (when still known).
+        client: dict[str, object] = {"from_client": True} if self.connection else {}
         out: list[Problem] = []
         if self.block is not None:
             out.append(
@@ -161,6 +196,7 @@ class PravegaAnalyzer(ConnectionAnalyzer):
                     self.block.offset,
                     "block_unfinished",
                     f"the AppendBlock of writer {self.block.writer} at offset {self.block.offset} never ended",
+                    extra=client,
                 )
             )
             self.block = None
@@ -170,14 +206,22 @@ class PravegaAnalyzer(ConnectionAnalyzer):
                     continue
                 if st.answered is None or st.answered < st.last_sent:
                     acked = "none" if st.answered is None else f"#{st.answered}"
-                    out.append(
-                        _problem(
-                            None,
-                            "unacked_events",
-                            f"writer {w}: events up to #{st.last_sent} sent, acked up to {acked}",
-                        )
-                    )
+                    offset = st.pending[0][1] if st.pending else -1
+                    detail = f"writer {w}: events up to #{st.last_sent} sent, acked up to {acked}"
+                    out.append(Problem(offset, "unacked_events", detail, extra=client))
         return out
+
+    def report(self) -> dict[str, Any] | None:
+        out: dict[str, Any] = {}
+        if self.hellos:
+            out["hello"] = {side: f"{low}..{high}" for side, (high, low) in self.hellos.items()}
+        if self.writers:
+            out["writers"] = {w: st.to_json() for w, st in self.writers.items()}
+        if self.reads["requests"] or self.reads["replies"]:
+            out["reads"] = dict(self.reads)
+        if self.errors:
+            out["errors"] = dict(sorted(self.errors.items()))
+        return out or None
 
     # ------------------------------------------------------------ the client
 
@@ -198,8 +242,12 @@ class PravegaAnalyzer(ConnectionAnalyzer):
             got = self._writer(msg)
             if got:
                 got[1].setup = True
+                if isinstance(f.get("segment"), str):
+                    got[1].segment = f["segment"]
                 if isinstance(f.get("request_id"), int):
                     got[1].request_ids.add(f["request_id"])
+        elif t == "ReadSegment":
+            self.reads["requests"] += 1
         elif t == "AppendBlock":
             self._append_block(msg, out)
         elif t == "AppendBlockEnd":
@@ -212,6 +260,7 @@ class PravegaAnalyzer(ConnectionAnalyzer):
             else:
                 self._check_records(msg, _records(f.get("data")), "data", out)
             if got and isinstance(f.get("event_number"), int):
+                got[1].events += 1
                 self._event_number(msg, got, f["event_number"], out)
 
     def _appending(self, msg: ProtoMessage, out: list[Problem]) -> tuple[str, _Writer] | None:
@@ -266,6 +315,7 @@ class PravegaAnalyzer(ConnectionAnalyzer):
             detail = f"numEvents is {num} but the appended data holds {events} Event record{'' if events == 1 else 's'}"
             out.append(_problem(msg, "event_count_mismatch", detail))
         if got and isinstance(f.get("last_event_number"), int):
+            got[1].events += num if isinstance(num, int) and num > 0 else 0
             self._event_number(msg, got, f["last_event_number"], out)
 
     def _block_tail(self, msg: ProtoMessage, block: _Block, whole: int, has_data: bool, out: list[Problem]) -> None:
@@ -327,6 +377,9 @@ class PravegaAnalyzer(ConnectionAnalyzer):
             elif n == prev:
                 out.append(_problem(msg, "event_number_repeated", f"writer {w}: event #{n} again"))
         st.last_sent = n if st.last_sent is None else max(st.last_sent, n)
+        st.appends += 1
+        if len(st.pending) < MAX_PENDING:
+            st.pending.append((n, msg.offset, self.time_ns))
 
     def _hello(self, side: str, msg: ProtoMessage, out: list[Problem]) -> None:
         high, low = msg.fields.get("high_version"), msg.fields.get("low_version")
@@ -357,17 +410,25 @@ class PravegaAnalyzer(ConnectionAnalyzer):
                 st = got[1]
                 st.floor = None if n == NEW_WRITER else n
                 st.ack_floor = n
-                st.answered = st.floor
+                if st.floor is not None:
+                    st.answer(st.floor, None)
         elif t == "DataAppended":
             self._ack(msg, out)
+        elif t == "SegmentRead":
+            self.reads["replies"] += 1
+            data = f.get("data")
+            if isinstance(data, dict):
+                self.reads["bytes"] += data.get("length", 0)
+                self.reads["events"] += data.get("event_count", 0)
+            self.reads["events"] += sum(1 for r in f.get("completes_event", []) if r.get("kind") == rec.EVENT_KIND)
         elif t == "ConditionalCheckFailed":
+            self.errors[t] = self.errors.get(t, 0) + 1
             got = self._writer(msg)
             n = f.get("event_number")
             if got and isinstance(n, int):
-                # Answered, not appended: it needs no ack.
-                st = got[1]
-                st.answered = n if st.answered is None else max(st.answered, n)
+                got[1].answer(n, self.time_ns)  # answered, not appended: it needs no ack
         elif t in _FAILURES:
+            self.errors[t] = self.errors.get(t, 0) + 1
             got = self._writer(msg)
             rid = f.get("request_id")
             for w, st in self.writers.items():
@@ -395,4 +456,4 @@ class PravegaAnalyzer(ConnectionAnalyzer):
                 )
             )
         st.ack_floor = n if st.ack_floor is None else max(st.ack_floor, n)
-        st.answered = n if st.answered is None else max(st.answered, n)
+        st.answer(n, self.time_ns)

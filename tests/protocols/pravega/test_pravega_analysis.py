@@ -25,10 +25,10 @@ from pv_bytes import (
     setup_append,
     wrong_host,
 )
-from pv_fixtures import CLEAN, E1, E2, JAVA_BATCHING, S12, VIOLATIONS
+from pv_fixtures import CLEAN, E1, E2, JAVA_BATCHING, PRAVEGA_STEPS, S12, VIOLATIONS
 
 from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols.base import DissectOptions
+from ripple_cli.protocols.base import ConnectionAnalyzer, DissectOptions
 
 A, B = str(W1), str(W2)
 
@@ -111,7 +111,7 @@ EXPECTED: dict[str, list[tuple[int, str, str, str]]] = {
         ),
     ],
     "unacked_events": [
-        (-1, "unacked_events", "error", f"writer {A}: events up to #3 sent, acked up to #2"),
+        (282, "unacked_events", "error", f"writer {A}: events up to #3 sent, acked up to #2"),
     ],
 }
 
@@ -147,14 +147,15 @@ def test_clean_conversations_break_no_rule(name: str) -> None:
     assert analyze(CLEAN[name]) == []
 
 
-def observe(sides: list[tuple[bool, bytes]]) -> list[Problem]:
+def observe(sides: list[tuple[bool, bytes]], analyzer: ConnectionAnalyzer | None = None) -> list[Problem]:
     """A connection: each (from_client, bytes) decoded by its side's
-    stream and observed in that order."""
+    stream and observed in that order, one millisecond apart."""
     streams = {c: DISSECTOR.stream(DissectOptions(), c) for c in (True, False)}
-    analyzer = DISSECTOR.analyzer(DissectOptions())
+    analyzer = analyzer or DISSECTOR.analyzer(DissectOptions())
     assert analyzer is not None
     out: list[Problem] = []
-    for from_client, data in sides:
+    for k, (from_client, data) in enumerate(sides):
+        analyzer.time_ns = 1_000_000 * k
         for m in messages(streams[from_client].feed(data)):
             out += analyzer.observe(from_client, m)
     return out + analyzer.close()
@@ -222,5 +223,43 @@ def test_acks_in_the_batching_conversation() -> None:
         data_appended(W1, 4, 3, 1, 91), b""
     )
     assert [(p.offset, p.kind, p.detail) for p in analyze(no_acks)] == [
-        (-1, "unacked_events", f"writer {A}: events up to #4 sent, acked up to none"),
+        (264, "unacked_events", f"writer {A}: events up to #4 sent, acked up to none"),
     ]
+
+
+def test_the_connection_report() -> None:
+    analyzer = DISSECTOR.analyzer(DissectOptions())
+    assert analyzer is not None
+    out = observe([(c, data) for step in PRAVEGA_STEPS for c, data in ((True, step[0]), (False, step[1]))], analyzer)
+    assert out == []
+    assert analyzer.report() == {
+        "hello": {"client": "5..17", "server": "5..17"},
+        "writers": {
+            A: {
+                "segment": SEG,
+                "appends": 2,
+                "events": 4,
+                "last_event_number": 4,
+                "acked": 4,
+                "max_ack_latency_ns": 1_000_000,  # each block acked in the next step
+            }
+        },
+        "reads": {"requests": 1, "replies": 1, "bytes": 91, "events": 4},
+    }
+    empty = DISSECTOR.analyzer(DissectOptions())
+    assert empty is not None and empty.report() is None
+
+
+def test_problems_at_the_end_name_the_client_side() -> None:
+    sides = [(True, hello()), (False, hello()), (True, setup_append(1, W1, SEG)), (True, append_block(W1, E1))]
+    sides += [(True, conditional_append(W1, 1, 0, b"x", 1))]
+    out = observe(sides)
+    assert [(p.kind, p.offset, p.extra) for p in out] == [
+        ("block_interrupted", 124, {}),
+        ("block_unfinished", 78, {"from_client": True}),
+        ("unacked_events", 124, {"from_client": True}),
+    ]
+    out = observe([(True, hello()), (False, hello()), (True, setup_append(1, W1, SEG)), (True, append_block(W1, E1))])
+    assert [(p.kind, p.offset, p.extra) for p in out] == [("block_unfinished", 78, {"from_client": True})]
+    # A raw file has no sides to name.
+    assert [p.extra for p in analyze(hello() + hello() + setup_append(1, W1, SEG) + append_block(W1, E1))] == [{}]

@@ -230,11 +230,18 @@ def test_verify_on_the_capture_applies_the_rules_per_connection(mixed: tuple[Pat
     path, by_port = mixed
     r = run_cli(["verify", "-Y", 'protocol == "pravega"', str(path)])
     assert r.code == 1
-    problems = [line.strip() for line in r.text.splitlines() if line.startswith("  ")]
+    problems = [line.strip() for line in r.text.splitlines() if line.startswith(("  error", "  warning"))]
     assert problems == [f"error: offset 140: ack_unknown_event: writer {W1}: ack of #9, up to #4 sent"]
     bad = next(port for port, name in by_port.items() if name == "pravega-bad")
-    headers = [line for line in r.text.splitlines() if "problem" in line and "[" in line]
-    assert all(f":{bad}" in line for line in headers)
+    headers = [line for line in r.text.splitlines() if line.endswith(" 1 problem") and "[" in line]
+    assert len(headers) == 1 and f":{bad}]" in headers[0]
+    # The connection summary, on the client's side of each connection.
+    writers = [line for line in r.text.splitlines() if line.startswith("  connection: writers ")]
+    assert writers == [
+        f"  connection: writers {W1}: segment examples/trades/0.#epoch.0, appends 2, events 4, "
+        f"last_event_number 4, acked {acked}, max_ack_latency_ns {latency}"
+        for acked, latency in ((4, writers[0].rsplit(" ", 1)[1]), (9, writers[1].rsplit(" ", 1)[1]))
+    ]
 
 
 def test_tap_between_a_client_and_a_segment_store(tmp_path: Path) -> None:
