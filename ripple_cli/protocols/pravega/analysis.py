@@ -108,12 +108,15 @@ class _Writer:
                 self.max_ack_latency_ns = max(latency, self.max_ack_latency_ns or 0)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"segment": self.segment, "appends": self.appends, "events": self.events}
-        out["last_event_number"] = self.last_sent
-        out["acked"] = self.answered
-        if self.max_ack_latency_ns is not None:
-            out["max_ack_latency_ns"] = self.max_ack_latency_ns
-        return out
+        out: dict[str, Any] = {
+            "segment": self.segment,
+            "appends": self.appends,
+            "events": self.events,
+            "last_event_number": self.last_sent,
+            "acked": self.answered,
+            "max_ack_latency_ns": self.max_ack_latency_ns,
+        }
+        return {k: v for k, v in out.items() if v is not None}  # what is not known is left out
 
 
 @dataclass
