@@ -142,7 +142,7 @@ class PravegaStream(StreamDissector):
             start, kind, first = self._damage
             self._damage = (start, kind, f"{first}; then {detail}")
         elif self._skip:
-            if size < self._skip:
+            if size <= self._skip:
                 self._skip -= size
                 out.append(Problem(hole_at, "gap", f"{detail}, inside the body being passed over"))
             else:
@@ -151,7 +151,7 @@ class PravegaStream(StreamDissector):
         elif self.buffered:
             start = self._base + self._pos
             need = self._whole_size()
-            if need is not None and self.buffered + size < need:
+            if need is not None and self.buffered + size <= need:
                 # The hole is inside one command: it is lost, but its
                 # length says where the next one starts.
                 name = name_of(HEADER.unpack_from(self._buf, self._pos)[0])

@@ -122,6 +122,16 @@ def test_a_hole_inside_a_command_loses_it_but_keeps_the_framing() -> None:
     ]
 
 
+def test_a_hole_ending_with_the_command_keeps_the_framing() -> None:
+    block = append_block(W1, event(b"a" * 50))
+    assert run([hello(), block[:30], len(block) - 30, keep_alive()]) == [
+        HELLO.decode(),
+        "offset 16: 52 bytes missing from the stream at offset 46: the AppendBlock of 82 bytes there is lost; "
+        "skipped 82 bytes to offset 98",
+        KA.decode(),
+    ]
+
+
 def test_a_hole_at_a_boundary_resynchronises() -> None:
     assert run([hello(), 16, keep_alive()]) == [
         HELLO.decode(),
