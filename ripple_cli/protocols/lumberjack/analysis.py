@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.base import ConnectionAnalyzer, ProtoMessage
@@ -56,6 +57,7 @@ ANALYSIS_KINDS: Mapping[str, str] = {
 # counted, not followed, to keep the memory bounded.
 MAX_BATCHES = 1 << 16
 MAX_LISTED = 1 << 16  # seqs kept for a batch whose seqs do not run on by one
+WINDOWS_KEPT = 32  # W counts listed in the report, from the first
 
 WRITER = "writer"
 READER = "reader"
@@ -75,6 +77,7 @@ class Batch:
     # they do but for a seq_order problem): the first, or the whole list.
     first: int = 0
     listed: list[int] | None = None
+    last_ns: int | None = None  # capture time of its last event: ack latency runs from it
 
     @property
     def full(self) -> bool:
@@ -116,13 +119,22 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
         self.current: Batch | None = None  # the batch events join
         self.style: str | None = None  # v1: "count" or "seq", once an ack tells
         self.last_seq: int | None = None  # v1: the previous event's seq
-        self.windows: list[tuple[int, int]] = []  # (offset, count) of every W: the window over time
+        self.windows: list[tuple[int, int]] = []  # (offset, count) of the first W frames: the window over time
+        self.window_total = 0
+        self.last_window: int | None = None
         self.acks = 0
         self.keepalives = 0
         self.events = 0
         self.connection = False  # a real connection (not a raw file)
         self.untracked = 0  # unacknowledged events of batches no longer followed (MAX_BATCHES)
         self.untracked_batches = 0
+        self.batch_count = 0
+        self.acked_events = 0
+        self.partial_acks = 0
+        # Ack latency (captures): from a batch's last event to the ack completing it, in ns.
+        self.latency: list[int] = []  # count, min, max, sum once there is one
+        self.window_changes = 0
+        self.window_min = self.window_max = 0
         self._outside_reported = False
 
     # ------------------------------------------------------------ entry points
@@ -150,6 +162,9 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
 
     def close(self) -> list[Problem]:
         out: list[Problem] = []
+        # Both problems concern the writer's events: reported on its side.
+        writer = next((side for side, role in self.roles.items() if role == WRITER), None)
+        side: dict[str, object] = {} if writer is None else {"from_client": writer}
         cur = self.current
         if cur is not None and cur.version == 2 and not cur.closed and not cur.full and not cur.opaque:
             out.append(
@@ -158,6 +173,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
                     "batch_incomplete",
                     f"{cur.describe()} had {cur.size} of its events when the connection closed",
                     severity=Severity.WARNING,
+                    extra=dict(side),
                 )
             )
         # A raw file shows one side only: acks are not expected in it.
@@ -174,9 +190,43 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
                         "unacked_at_close",
                         f"{n} events never acknowledged at the end of the connection: {which}",
                         severity=Severity.WARNING,
-                        extra={"events": n},
+                        extra={"events": n, **side},
                     )
                 )
+        return out
+
+    def report(self) -> dict[str, Any] | None:
+        """The connection's figures for verify's summary: batches and
+        events, acks (the style the reader showed, keepalives, partial acks),
+        the writer's window over time and, in a capture, the ack latency."""
+        if not (self.window_total or self.events or self.acks):
+            return None
+        v1 = self.version == 1
+        batches: dict[str, Any] = {"count": self.batch_count, "events": self.events}
+        out: dict[str, Any] = {"version": self.version, "batches": batches}
+        if self.connection or self.acks:  # a raw file of the writer's frames has no acks to count
+            batches.update(
+                acked=self.acked_events, unacked=sum(b.size - b.acked for b in self.batches) + self.untracked
+            )
+            out["acks"] = {
+                "total": self.acks,
+                "keepalives": self.keepalives,
+                "partial": self.partial_acks,
+                # In v2 a count and the highest seq are the same number.
+                "style": (self.style or "either") if v1 else "either",
+            }
+        if self.window_total:
+            out["window"] = {
+                "first": self.windows[0][1],
+                "last": self.last_window,
+                "min": self.window_min,
+                "max": self.window_max,
+                "changes": self.window_changes,
+                "counts": [c for _o, c in self.windows] + (["..."] if self.window_total > WINDOWS_KEPT else []),
+            }
+        if self.latency:
+            n, low, high, total = self.latency
+            out["ack_latency_ns"] = {"batches": n, "min": low, "mean": total // n, "max": high}
         return out
 
     # ------------------------------------------------------------ the writer
@@ -228,11 +278,22 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
             )
         if cur is not None:
             cur.closed = True
-        self.windows.append((msg.offset, count))
+        self._window_seen(msg.offset, count)
         self._outside_reported = False
         batch = Batch(msg.offset, msg.fields["version"], count, closed=count == 0)
         self._track(batch)
         self.current = batch
+
+    def _window_seen(self, offset: int, count: int) -> None:
+        if len(self.windows) < WINDOWS_KEPT:
+            self.windows.append((offset, count))
+        if self.window_total == 0:
+            self.window_min = self.window_max = count
+        elif count != self.last_window:
+            self.window_changes += 1
+        self.window_min, self.window_max = min(self.window_min, count), max(self.window_max, count)
+        self.window_total += 1
+        self.last_window = count
 
     def _event(self, msg: ProtoMessage, out: list[Problem]) -> None:
         self._writer_version(msg, out)
@@ -253,6 +314,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
         if batch.version == 1:
             self.last_seq = seq
         batch.add(seq)
+        batch.last_ns = self.time_ns
         if batch.full:
             batch.closed = True
 
@@ -279,6 +341,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
         return batch
 
     def _track(self, batch: Batch) -> None:
+        self.batch_count += 1
         if self.untracked_batches:
             batch.opaque = True
         self.batches.append(batch)
@@ -333,7 +396,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
         v1 = (self.version or version) == 1
         # Empty batches first: logstash-input-beats acks a W 0 with A 0, go-lumber never acks it.
         if a == 0 and self.batches and self.batches[0].count == 0:
-            self.batches.popleft()
+            self._done(self.batches[0])
             return
         while self.batches and self.batches[0].count == 0:
             self.batches.popleft()
@@ -342,7 +405,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
             self.keepalives += 1
             return
         if not self.batches:
-            if self.events or self.windows:  # a capture that starts mid-connection may show acks for unseen events
+            if self.events or self.window_total:  # a capture that starts mid-connection may show acks for unseen events
                 out.append(Problem(msg.offset, "unexpected_ack", f"ack {a} while no batch waits for one"))
             return
         front = self.batches[0]
@@ -355,7 +418,7 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
                 self.style = "seq"
             index, k = found
             for _ in range(index):  # a bulk ack: the batches before are acknowledged whole
-                self.batches.popleft()
+                self._done(self.batches[0])
             self._apply(self.batches[0], k, a, msg, out)
             return
         if by_count is None:
@@ -380,14 +443,14 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
         # Events of this batch went unseen: take the ack at its word.
         if found is not None:
             for _ in range(found[0]):
-                self.batches.popleft()
+                self._done(self.batches[0])
             front = self.batches[0]
-            front.acked = max(front.acked, found[1])
+            self._acked(front, max(front.acked, found[1]))
         elif front.count is None or a >= front.count:
-            front.acked = front.size
+            self._acked(front, front.size)
             front.closed = True
         if front.closed and front.acked >= front.size:
-            self.batches.popleft()
+            self._done(front)
 
     def _apply(self, batch: Batch, k: int, a: int, msg: ProtoMessage, out: list[Problem]) -> None:
         if k < batch.acked:
@@ -408,6 +471,22 @@ class LumberjackAnalyzer(ConnectionAnalyzer):
                 )
             )
             k = batch.size
-        batch.acked = k
+        self._acked(batch, k)
         if batch.closed and batch.acked >= batch.size:
-            self.batches.popleft()
+            self._done(batch)
+        else:
+            self.partial_acks += 1
+
+    def _acked(self, batch: Batch, k: int) -> None:
+        self.acked_events += max(0, k - batch.acked)
+        batch.acked = max(batch.acked, k)
+
+    def _done(self, batch: Batch) -> None:
+        """The oldest batch is acknowledged whole."""
+        assert self.batches[0] is batch
+        self._acked(batch, batch.size)
+        self.batches.popleft()
+        if self.time_ns is not None and batch.last_ns is not None:
+            ns = self.time_ns - batch.last_ns
+            lat = self.latency
+            self.latency = [lat[0] + 1, min(lat[1], ns), max(lat[2], ns), lat[3] + ns] if lat else [1, ns, ns, ns]

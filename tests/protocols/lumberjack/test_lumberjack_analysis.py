@@ -292,3 +292,48 @@ def test_memory_stays_bounded_when_acks_never_come(monkeypatch: pytest.MonkeyPat
         "unacked_at_close",
         "10 events never acknowledged at the end of the connection: 4 batches, from the batch at offset 108 (W 1)",
     )
+
+
+def test_the_report_sums_up_the_connection() -> None:
+    # W 3 and its events at t=100, a keepalive, a partial ack, the rest at
+    # t=250; a second batch acked 40 ns after its event; then one never acked.
+    steps: list[tuple[int, bool, bytes]] = [
+        (100, WRITER, W(3) + J(1, b"{}") + J(2, b"{}") + J(3, b"{}")),
+        (150, READER, A(0) + A(2)),
+        (250, READER, A(3)),
+        (300, WRITER, W(1) + J(1, b"{}")),
+        (340, READER, A(1)),
+        (400, WRITER, W(2) + J(1, b"{}")),
+    ]
+    streams = {side: LumberjackStream(DissectOptions(), side) for side in (WRITER, READER)}
+    analyzer = LumberjackAnalyzer()
+    for t, side, data in steps:
+        analyzer.time_ns = t
+        for item in streams[side].feed(data):
+            assert isinstance(item, ProtoMessage)
+            analyzer.observe(side, item)
+    problems = analyzer.close()
+    assert [(p.kind, p.extra) for p in problems] == [
+        ("batch_incomplete", {"from_client": True}),
+        ("unacked_at_close", {"events": 1, "from_client": True}),
+    ]
+    assert analyzer.report() == {
+        "version": 2,
+        "batches": {"count": 3, "events": 5, "acked": 4, "unacked": 1},
+        "acks": {"total": 4, "keepalives": 1, "partial": 1, "style": "either"},
+        "window": {"first": 3, "last": 2, "min": 1, "max": 3, "changes": 2, "counts": [3, 1, 2]},
+        "ack_latency_ns": {"batches": 2, "min": 40, "mean": 95, "max": 150},
+    }
+
+
+def test_a_raw_file_reports_no_acks() -> None:
+    analyzer = LumberjackAnalyzer()
+    for item in LumberjackStream(DissectOptions(), None).feed(W(1, b"1") + D(1, [(b"a", b"b")])):
+        assert isinstance(item, ProtoMessage)
+        analyzer.observe(None, item)
+    assert analyzer.close() == []
+    assert analyzer.report() == {
+        "version": 1,
+        "batches": {"count": 1, "events": 1},
+        "window": {"first": 1, "last": 1, "min": 1, "max": 1, "changes": 0, "counts": [1]},
+    }

@@ -122,6 +122,29 @@ def test_a_tcpdump_capture_decodes_to_the_events_sent(tmp_path: Path) -> None:
     # verify applies the connection rules: both servers' styles pass.
     r = run_cli(["verify", str(path)])
     assert r.code == 0, r.stdout + r.stderr.encode()
+    r = run_cli(["verify", "-F", "json", str(path)])
+    analyses = [s["analysis"] for s in json.loads(r.stdout)["streams"] if "analysis" in s]
+    # Capture times vary: the latencies are there, their figures are not checked.
+    assert [a.pop("ack_latency_ns")["batches"] for a in analyses] == [2, 1]
+    assert analyses == [
+        {
+            "protocol": "lumberjack",
+            "version": 2,
+            "batches": {"count": 2, "events": 3, "acked": 3, "unacked": 0},
+            "acks": {"total": 4, "keepalives": 2, "partial": 0, "style": "either"},
+            "window": {"first": 2, "last": 1, "min": 1, "max": 2, "changes": 1, "counts": [2, 1]},
+        },
+        {
+            "protocol": "lumberjack",
+            "version": 1,
+            # lumberjack-protocol sends one W: the third event opens a second batch of its size.
+            "batches": {"count": 2, "events": 3, "acked": 3, "unacked": 0},
+            # Acked as the events come (one read or two for the first two): every ack is
+            # partial but the one completing the first batch; the second batch never fills.
+            "acks": {"total": len(v1.acks), "keepalives": 0, "partial": len(v1.acks) - 1, "style": "seq"},
+            "window": {"first": 2, "last": 2, "min": 2, "max": 2, "changes": 0, "counts": [2]},
+        },
+    ]
     # The sexp lines read back (outer frames) to the bytes of the capture.
     r = run_cli(["decode", "-Y", "not in_compressed >= 0", "--stream", "1:c2s", str(path)])
     rebuilt = run_cli(["encode"], stdin=r.stdout).stdout
