@@ -259,26 +259,45 @@ class Demux:
         if isinstance(event, StreamData):
             buf += event.data
         held = [s for s in self._pending if (None if s is None else s.connection) == conn]
-        heads = [bytes(self._pending_bytes[s]) for s in held if self._pending_bytes.get(s)]
+        heads = {s: bytes(self._pending_bytes[s]) for s in held if self._pending_bytes.get(s)}
         ended = all(any(isinstance(e, StreamEnd) for e in self._pending[s]) for s in held)
         if not heads and not ended:
             return []  # nothing to look at yet
-        undecided = False
-        for dissector in self.choice.candidates():
-            verdicts = [dissector.detect(h) for h in heads]
-            if Detection.YES in verdicts:
-                return self._decide(stream, dissector.name, batches=batches)
-            undecided = undecided or Detection.MORE in verdicts
+        said = {s: self._detect(h) for s, h in heads.items()}
+        client = next((v for s, v in said.items() if s is None or s.from_client), None)
+        server = next((v for s, v in said.items() if s is not None and not s.from_client), None)
+        longest = max((len(h) for h in heads.values()), default=0)
+        # The client's first bytes decide (they are the surer sign: a server's
+        # answer may be a few bytes that several protocols could start with);
+        # the server's only once the client's are no protocol's, or when the
+        # client has sent nothing by the end or within the bounds.
+        if isinstance(client, str):
+            return self._decide(stream, client, batches=batches)
+        if isinstance(server, str) and (
+            client is Detection.NO or ended or longest > DETECT_LIMIT or (client is None and longest > 64 << 10)
+        ):
+            return self._decide(stream, server, batches=batches)
         # Every direction seen must have said no (or the input is over, or it
         # is too long to hold) before a connection is given up on; a raw
         # file is never given up on (see ProtocolChoice.fallback).
+        undecided = Detection.MORE in said.values()
         both = stream is None or len(heads) >= 2
-        longest = max((len(h) for h in heads), default=0)
-        refused = not undecided and (both or longest > DETECT_LIMIT)
+        refused = not undecided and (both or longest > DETECT_LIMIT) and not isinstance(server, str)
         if ended or refused or longest > UNDECIDED_LIMIT:
             why = "no protocol recognised" + (f" in {longest} bytes" if longest else "")
             return self._decide(stream, self.choice.fallback(stream), why, batches)
         return []
+
+    def _detect(self, head: bytes) -> str | Detection:
+        """The first candidate (in detection order) that recognises `head`;
+        else MORE when one may with more bytes, else NO."""
+        more = False
+        for dissector in self.choice.candidates():
+            verdict = dissector.detect(head)
+            if verdict is Detection.YES:
+                return dissector.name
+            more = more or verdict is Detection.MORE
+        return Detection.MORE if more else Detection.NO
 
     def _decide(
         self, stream: StreamId | None, protocol: str | None, why: str = "", batches: bool = False

@@ -57,22 +57,32 @@ def text_report(report: Report, unreadable: list[str]) -> str:
 
 
 def analysis_lines(analysis: dict[str, Any]) -> list[str]:
-    """A connection summary, a line per top-level entry:
-    `  connection: ops PING: requests 2, answered 2`."""
+    """A connection summary, a line per entry, or per item of an entry that
+    is a table (a dict or list of records):
+        connection: requests: 2
+        connection: ops APPLY_EVENT: requests 1, answered 1, unanswered 0
+    Empty entries are left out."""
     from ripple_cli.render.json import dumps
 
     def value(v: Any) -> str:
         return v if isinstance(v, str) else dumps(v).decode()
 
+    def pairs(d: dict[str, Any]) -> str:
+        return ", ".join(f"{a} {value(b)}" for a, b in d.items())
+
     out = []
     for k, v in analysis.items():
-        if k == "protocol":
+        if k == "protocol" or v in ({}, [], None, ""):
             continue
-        if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
-            for name, sub in v.items():
-                out.append(f"  connection: {k} {name}: " + ", ".join(f"{a} {value(b)}" for a, b in sub.items()))
+        if isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()):
+            out += [f"  connection: {k} {name}: {pairs(sub)}" for name, sub in v.items()]
+        elif isinstance(v, list) and all(isinstance(x, dict) and x for x in v):
+            for item in v:
+                first, *rest = item.items()
+                label = value(first[1]) if isinstance(first[1], str) else pairs(dict([first]))
+                out.append(f"  connection: {k} {label}: {pairs(dict(rest))}".rstrip(": "))
         elif isinstance(v, dict):
-            out.append(f"  connection: {k}: " + ", ".join(f"{a} {value(b)}" for a, b in v.items()))
+            out.append(f"  connection: {k}: {pairs(v)}")
         else:
             out.append(f"  connection: {k}: {value(v)}")
     return out

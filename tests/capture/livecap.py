@@ -181,9 +181,12 @@ def listener(host: str = "127.0.0.1") -> socket.socket:
     return srv
 
 
-def _serve_one(conn: socket.socket, answer: bytes, rng: random.Random) -> None:
+def _serve_one(
+    conn: socket.socket, answer: bytes | Callable[[bytes], bytes], rng: random.Random, used: list[bytes]
+) -> None:
     # Answers in pieces while reading, so that both directions carry data
-    # at once; the rest after the client's FIN, in pieces too.
+    # at once; the rest after the client's FIN, in pieces too.  A callable
+    # answer is chosen from the client's first bytes.
     with conn:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         at = 0
@@ -191,10 +194,18 @@ def _serve_one(conn: socket.socket, answer: bytes, rng: random.Random) -> None:
             chunk = conn.recv(65536)
             if not chunk:
                 break
+            if callable(answer):
+                answer = answer(chunk)
+            if not used:
+                used.append(answer)
             if at < len(answer):
                 n = rng.randint(1, 400)
                 conn.sendall(answer[at : at + n])
                 at += n
+        if callable(answer):
+            answer = answer(b"")
+        if not used:
+            used.append(answer)
         while at < len(answer):
             n = rng.randint(1, 1500)
             conn.sendall(answer[at : at + n])
@@ -230,10 +241,12 @@ def converse(
     payloads: Sequence[tuple[bytes, bytes]],
     seed: int = 1,
     max_write: int = 3000,
+    answer_for: Callable[[bytes], bytes] | None = None,
 ) -> list[Exchange]:
     """One connection per (client bytes, server bytes), all at once: each
     client writes its bytes in random-sized writes, the server answers each
-    connection (in accept order) with the next server bytes."""
+    connection (in accept order) with the next server bytes, or, with
+    `answer_for`, with what it gives for the client's first bytes."""
     host, port = srv.getsockname()[:2]
     rng = random.Random(seed)
     answered: dict[int, bytes] = {}  # client port -> what the server sent it
@@ -241,13 +254,18 @@ def converse(
 
     def serve() -> None:
         handlers = []
+        used: dict[int, list[bytes]] = {}
         for k, (_sent, answer) in enumerate(payloads):
             conn, addr = srv.accept()
-            answered[addr[1]] = answer
-            handlers.append(threading.Thread(target=_serve_one, args=(conn, answer, random.Random(seed * 1000 + k))))
+            used[addr[1]] = []
+            rng_k = random.Random(seed * 1000 + k)
+            what = answer_for or answer
+            handlers.append(threading.Thread(target=_serve_one, args=(conn, what, rng_k, used[addr[1]])))
             handlers[-1].start()
         for t in handlers:
             t.join(30)
+        for port, answers in used.items():
+            answered[port] = answers[0] if answers else b""
 
     server = threading.Thread(target=serve)
     server.start()
@@ -372,10 +390,11 @@ def capture_conversation(
     extra: Sequence[str] = (),
     host: str = "127.0.0.1",
     max_write: int = 3000,
+    answer_for: Callable[[bytes], bytes] | None = None,
 ) -> list[Exchange]:
     """Capture `converse` with a server on `host` into `path`."""
     exchanges: list[Exchange] = []
     until = closed(lambda: [e.client_port for e in exchanges])
     with listener(host) as srv, tcpdump(path, f"tcp port {srv.getsockname()[1]}", iface, extra, until):
-        exchanges += converse(srv, payloads, seed, max_write)
+        exchanges += converse(srv, payloads, seed, max_write, answer_for)
     return exchanges

@@ -35,7 +35,12 @@ def mixed_capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     tmp = tmp_path_factory.mktemp("mixed")
     answer = answer_bytes(tmp)
     path = tmp / "mixed.pcap"
-    exchanges = capture_conversation(path, [(DEMO, answer), (HTTP, b"HTTP/1.1 200 OK\r\n\r\n" * 30), (DEMO, answer)], 5)
+    http_answer = b"HTTP/1.1 200 OK\r\n\r\n" * 30
+    payloads = [(DEMO, answer), (HTTP, http_answer), (DEMO, answer)]
+    # Each connection gets its own kind of answer (accept order is not connect order).
+    exchanges = capture_conversation(
+        path, payloads, 5, answer_for=lambda first: answer if first[:4] == DEMO[:4] else http_answer
+    )
     return path, {e.client_port: e.sent for e in exchanges}
 
 

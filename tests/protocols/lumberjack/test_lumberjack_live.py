@@ -169,7 +169,8 @@ def test_auto_detection_in_a_capture_mixing_ripple_lumberjack_and_rcp(tmp_path: 
         until = closed(lambda: [*truth, reader.client_port])
 
         def others() -> None:
-            for e in converse(srv, [(DEMO, b""), (rcp_request, rcp_response)], seed=3):
+            answer_for = lambda first: b"" if first[:4] == DEMO[:4] else rcp_response  # noqa: E731
+            for e in converse(srv, [(DEMO, b""), (rcp_request, rcp_response)], seed=3, answer_for=answer_for):
                 truth[e.client_port] = "ripple" if e.sent == DEMO else "rcp"
 
         with tcpdump(path, f"tcp port {port} or tcp port {reader.port}", until=until):

@@ -114,6 +114,10 @@ def test_verify_a_raw_file(tmp_path: Path) -> None:
         "no transition from created on ship",
         "  error: offset 292: crc_mismatch: CRC mismatch: field 12345678, payload's CRC32C a77f011b",
         "  error: offset 292: unanswered: request INFO (id 5) never answered",
+        "  connection: requests: 2",
+        '  connection: ops APPLY_EVENT: requests 1, answered 1, errors {"INVALID_TRANSITION":1}, unanswered 0',
+        "  connection: ops INFO: requests 1, answered 0, errors {}, unanswered 1",
+        "  connection: events: 0",
         "verify: 1 stream, 3 messages, 2 problems, 1 warning",
     ]
 
@@ -177,7 +181,9 @@ def test_a_capture_of_the_real_client_decodes_to_what_was_sent(tmp_path: Path) -
 
     r = run_cli(["verify", str(path)])
     assert r.code == 0
-    warnings = [line.strip() for line in r.text.splitlines() if line.startswith("  ")]
+    warnings = [line.strip() for line in r.text.splitlines() if line.startswith("  warning: ")]
+    summaries = [line.strip() for line in r.text.splitlines() if line.startswith("  connection: requests: ")]
+    assert sorted(summaries) == ["connection: requests: 10", "connection: requests: 8"]
     assert warnings == [
         "warning: offset 1389: error_response: APPLY_EVENT (id 8) failed with INVALID_TRANSITION: "
         "no transition from paid on pay",
@@ -218,7 +224,9 @@ def test_auto_detection_on_a_capture_mixing_ripple_lumberjack_and_rcp(tmp_path: 
     # All on one server port: only the bytes tell the protocols apart.
     path = tmp_path / "mixed.pcap"
     payloads = [(DEMO, b""), (lj_sent, lj_answer), (rcp_sent, rcp_answer)]
-    exchanges = capture_conversation(path, payloads, seed=6)
+    # Each connection gets its own protocol's answer (accept order is not connect order).
+    answers_by_start = {DEMO[:4]: b"", lj_sent[:4]: lj_answer, rcp_sent[:4]: rcp_answer}
+    exchanges = capture_conversation(path, payloads, seed=6, answer_for=lambda first: answers_by_start[first[:4]])
     r = run_cli(["decode", "--format", "jsonl", str(path)])
     assert (r.code, r.stderr) == (0, "")
     groups = by_direction(r.stdout)
