@@ -174,6 +174,13 @@ class Dissector(ABC):
     def analyzer(self, options: DissectOptions) -> ConnectionAnalyzer | None:
         return None
 
+    def contained(self, text: Sexp) -> bool:
+        """Whether a message's text describes bytes carried inside another
+        message (a frame read out of a compressed frame).  `encode` writes
+        the outer message's bytes and skips these, so that a whole decoded
+        stream encodes back to itself."""
+        return False
+
     @abstractmethod
     def encode(self, text: Sexp) -> bytes:
         """A message's canonical s-expression (as `ProtoMessage.text`) back

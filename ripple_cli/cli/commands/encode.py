@@ -38,7 +38,8 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
     the indented `hum` form), one message each, and writes their envelopes
     with CRCs: decode then encode gives back the same bytes.  A line whose
     head names a sibling protocol, e.g. `(lumberjack(Window(...)))`, is
-    written as that protocol's bytes (see ripple-lumberjack(7), ...).  Deltas take
+    written as that protocol's bytes (see ripple-lumberjack(7), ...); a
+    frame read out of a compressed frame is not written again.  Deltas take
     their schema from Handshake lines earlier in the input or from
     --schemas.  The first invalid message stops with an error naming its
     line and field, and exit status 1; no output file is left behind.
@@ -60,8 +61,11 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
             for line, sexp in items:
                 sibling = _sibling_protocol(sexp)
                 if sibling is not None:
+                    dissector = protocols.get(sibling)
+                    if dissector.contained(sexp):
+                        continue  # its bytes are inside the message before it
                     try:
-                        block += protocols.get(sibling).encode(sexp)
+                        block += dissector.encode(sexp)
                     except ProtoEncodeError as e:
                         raise InvalidInput(f"{name}: line {line}: {sibling}: {e}") from None
                     written += 1

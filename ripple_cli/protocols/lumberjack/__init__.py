@@ -15,6 +15,7 @@ from ripple_cli.protocols.base import (
     Detection,
     DissectOptions,
     Dissector,
+    EncodeError,
     FilterField,
     StreamDissector,
 )
@@ -80,6 +81,14 @@ class LumberjackDissector(Dissector):
     def encode(self, text: Sexp) -> bytes:
         frame, _inside = frame_of_sexp(text)
         return encode_frame(frame)
+
+    def contained(self, text: Sexp) -> bool:
+        # A frame read out of a C frame carries `(in_compressed OFFSET)`:
+        # its bytes are in the C frame's zlib data, which encode writes.
+        try:
+            return frame_of_sexp(text)[1] is not None
+        except EncodeError:
+            return False
 
 
 def detect(head: bytes) -> Detection:

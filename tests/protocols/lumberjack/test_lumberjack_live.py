@@ -145,8 +145,10 @@ def test_a_tcpdump_capture_decodes_to_the_events_sent(tmp_path: Path) -> None:
             "window": {"first": 2, "last": 2, "min": 2, "max": 2, "changes": 0, "counts": [2]},
         },
     ]
-    # The sexp lines read back (outer frames) to the bytes of the capture.
-    r = run_cli(["decode", "-Y", "not in_compressed >= 0", "--stream", "1:c2s", str(path)])
+    # The sexp lines read back to the bytes of the capture: the frames
+    # inside C frames are not written again.
+    r = run_cli(["decode", "--stream", "1:c2s", str(path)])
+    assert b"in_compressed" in r.stdout
     rebuilt = run_cli(["encode"], stdin=r.stdout).stdout
     assert rebuilt == v2.received
 
