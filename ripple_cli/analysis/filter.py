@@ -311,6 +311,11 @@ def _proto_getter(name: str) -> Getter:
     return get
 
 
+def _protocol_test(name: str) -> Getter:
+    """A bare protocol name: true for that protocol's messages."""
+    return lambda o, m: getattr(m, "protocol", "ripple") == name
+
+
 def _protocol_field_names() -> dict[str, str]:
     """Every sibling protocol's -Y field -> the protocols that have it."""
     from ripple_cli.protocols import registry
@@ -802,7 +807,7 @@ class _Parser:
     def runtime(self, field: _Field) -> _Field:
         """The field as evaluated: as compiled for Ripple, or, for the
         sibling protocols, looked up by name with its kind told by the value."""
-        if not self.proto or field.name in _ORIGIN_FIELDS:
+        if not self.proto or field.name in _ORIGIN_FIELDS or field.name in PROTOCOL_NAMES:
             return field
         if field.name.startswith("field."):
             return _Field(field.name, _ANY, lambda o, m: None)  # Ripple Delta rows only
@@ -946,7 +951,11 @@ class _Parser:
         if known is not None:
             if name == "type":  # any protocol's type names
                 return _Field("type", _STR, _g_type, _all_type_names(), "message type")
+            if name == "protocol":  # the protocols registered now
+                return _Field("protocol", _STR, _g_protocol, tuple(PROTOCOL_NAMES), "protocol")
             return known
+        if name in PROTOCOL_NAMES:  # `-Y lumberjack`, as tshark's `-Y tcp`
+            return _Field(name, _BOOL, _protocol_test(name))
         head, _, rest = name.partition(".")
         if head in (theirs := _protocol_field_names()) and _IDENT_RE.match(name):
             # A sibling protocol's field: no Ripple message has it.

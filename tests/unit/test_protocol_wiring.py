@@ -130,6 +130,8 @@ def test_filter_reads_the_protocol_fields(tmp_path: Path) -> None:
     assert r.stdout == b'(lines(Msg((n 2)(text"two words"))))\n(lines(Msg((n 4)(text four))))\n'
     assert run_cli(["decode", "-Y", "type == Hello", str(path)]).stdout == b"(lines(Hello((name alice))))\n"
     assert run_cli(["decode", "--type", "msg", "-c", "1", str(path)]).stdout == b"(lines(Msg((n 1)(text one))))\n"
+    assert run_cli(["decode", "-Y", "lines and n == 1", str(path)]).stdout == b"(lines(Msg((n 1)(text one))))\n"
+    assert run_cli(["decode", "-Y", "ripple", str(path)]).stdout == b""
     r = run_cli(["decode", "-Y", "nn > 1", str(path)])
     assert r.code == 2 and "unknown field 'nn' (did you mean 'n'?)" in r.stderr
 
