@@ -68,4 +68,6 @@ def run_guarded(main: Callable[[], int | None], stderr: TextIO | None = None, pr
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
+    except ValueError:
+        pass  # stdout already closed (a text wrapper around it was dropped): nothing left to flush
     sys.exit(code or 0)

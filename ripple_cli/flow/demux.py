@@ -92,6 +92,7 @@ class Demux:
         self._verdict: dict[int | None, str | None] = {}  # connection -> protocol (None: undecodable)
         self._pending: dict[StreamId | None, list[CaptureEvent]] = {}
         self._pending_bytes: dict[StreamId | None, bytearray] = {}
+        self._held_events: dict[int | None, list[CaptureEvent]] = {}  # the same, in capture order
         self.undecoded: dict[StreamId, str] = {}  # streams left undecoded, and why
         self._analyzers: dict[int | None, ConnectionAnalyzer | None] = {}
         # Each analyzed connection's summary (ConnectionAnalyzer.report), with
@@ -198,10 +199,15 @@ class Demux:
                 return []
             st.ended = event.reason
             out = self._emit_items(st, dis.finish(), event.time_ns)
+            # The connection's rules are closed once both directions have
+            # ended (a half-closed client may still be answered), or at finish.
             conn = None if st.stream is None else st.stream.connection
-            if all(
-                s.ended is not None for s in self.streams.values() if s.stream is None or s.stream.connection == conn
-            ):
+            ended_sides = {
+                s.stream.from_client
+                for s in self.streams.values()
+                if s.stream is not None and s.stream.connection == conn and s.ended is not None
+            }
+            if st.stream is None or ended_sides == {True, False}:
                 out.extend(self._close_analyzer(st, conn, event.time_ns))
             return out
         raise TypeError(f"not a capture event: {event!r}")
@@ -255,6 +261,7 @@ class Demux:
     def _hold(self, stream: StreamId | None, event: CaptureEvent, batches: bool) -> list[BatchOutput]:
         conn = None if stream is None else stream.connection
         self._pending.setdefault(stream, []).append(event)
+        self._held_events.setdefault(conn, []).append(event)
         buf = self._pending_bytes.setdefault(stream, bytearray())
         if isinstance(event, StreamData):
             buf += event.data
@@ -305,15 +312,17 @@ class Demux:
         conn = None if stream is None else stream.connection
         self._verdict[conn] = protocol
         held = [s for s in self._pending if (None if s is None else s.connection) == conn]
-        out: list[BatchOutput] = []
         for s in held:
-            events = self._pending.pop(s)
+            del self._pending[s]
             self._pending_bytes.pop(s, None)
-            if protocol is not None:
-                for e in events:
-                    out.extend(self._process(e, batches))
-            elif s is not None:
+            if protocol is None and s is not None:
                 self.undecoded[s] = why
+        out: list[BatchOutput] = []
+        # In capture order across both directions, as if never held (one
+        # direction's end must not come before the other's messages).
+        for e in self._held_events.pop(conn, []):
+            if protocol is not None:
+                out.extend(self._process(e, batches))
         return out
 
     def finish(self, time_ns: int | None = None) -> list[Output]:
@@ -340,6 +349,12 @@ class Demux:
                     out.extend(self._emit_steps(st, st.decoder.finish_steps(lane), time_ns))
                 else:
                     out.extend(self._emit(st, st.decoder.finish(), time_ns))
+        for conn in list(self._analyzers):  # connections with one direction only
+            st = next(
+                (s for s in self.streams.values() if (None if s.stream is None else s.stream.connection) == conn), None
+            )
+            if st is not None:
+                out.extend(self._close_analyzer(st, conn, time_ns))
         return out
 
     def _emit_steps(

@@ -18,6 +18,7 @@ from ripple_cli.cli.environment import Environment
 from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.schema import text
+from ripple_cli.codec.stream import Message
 from ripple_cli.flow.items import Decoded
 from ripple_cli.flow.origin import Origin
 from ripple_cli.protocols.base import ProtoMessage
@@ -38,6 +39,10 @@ def proto_style(msg: ProtoMessage) -> str:
     from ripple_cli.protocols import registry
 
     return registry.get(msg.protocol).type_styles.get(msg.type, "yellow")
+
+
+def _empty(n: int) -> tuple[Text, ...]:
+    return tuple(Text("") for _ in range(n))
 
 
 def time_of_day(ns: int) -> str:
@@ -62,11 +67,17 @@ def make_console(env: Environment) -> tuple[Console, io.TextIOWrapper]:
 
 
 class TableRenderer:
+    """Two layouts, chosen at the first rows and kept (one header): Ripple's
+    (seq, envelope time, schema, output, key) when the first rows hold a
+    Ripple message or only problems, else the sibling protocols' (capture
+    time, protocol, a wide type), where Ripple messages fit too."""
+
     def __init__(self, env: Environment, show_connection: bool = False) -> None:
         self.env = env
         self.show_connection = show_connection
         self.console, self._stream = make_console(env)
-        self._rows: list[tuple[Text, ...]] = []
+        self._items: list[tuple[Origin, Decoded | Problem]] = []
+        self._protocols: bool | None = None  # the layout, once chosen
         self._header_done = False
         # Wider terminals give the name columns room before the summary.
         w = self.console.width
@@ -85,6 +96,12 @@ class TableRenderer:
         if self.show_connection:
             t.add_column("conn", width=7, no_wrap=True)
         t.add_column("offset", justify="right", width=9, no_wrap=True)
+        if self._protocols:
+            t.add_column("time (UTC)", width=15, no_wrap=True)
+            t.add_column("protocol", width=10, no_wrap=True, overflow="ellipsis")
+            t.add_column("type", width=16, no_wrap=True, overflow="ellipsis")
+            t.add_column("summary", ratio=1, min_width=12, no_wrap=True, overflow="ellipsis")
+            return t
         t.add_column("seq", justify="right", width=6, no_wrap=True, overflow="fold")
         t.add_column("time (UTC)", width=15, no_wrap=True)
         t.add_column("type", width=11, no_wrap=True)
@@ -96,46 +113,64 @@ class TableRenderer:
         return t
 
     def message(self, origin: Origin, msg: Decoded) -> None:
-        if isinstance(msg, ProtoMessage):
-            self._proto(origin, msg)
-            return
-        f = msg.frame
-        name = type_name(f.tag)
-        style = _TYPE_STYLE.get(name, "yellow")
-        self._rows.append(
-            (
-                *self._conn(origin),
-                Text(str(f.offset)),
-                Text(str(f.seq)),
-                Text(time_of_day(f.time_ns)),
-                Text(name.replace("Checkpoint_", "Ckpt_").replace("Schema_negotiation", "Negotiation"), style=style),
-                Text(text(f.fingerprint)),
-                Text(output_text(msg.body)),
-                Text(key_text(msg.body)),
-                Text(summary(msg.body)),
-            )
-        )
-        if len(self._rows) >= _BATCH:
+        self._items.append((origin, msg))
+        if len(self._items) >= _BATCH:
             self.flush()
 
-    def _proto(self, origin: Origin, msg: ProtoMessage) -> None:
-        """A sibling protocol's message: no envelope, so the capture time,
-        and the protocol's name where Ripple shows the schema."""
-        self._rows.append(
-            (
-                *self._conn(origin),
-                Text(str(msg.offset)),
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        self._items.append((origin, problem))
+
+    def _row(self, origin: Origin, item: Decoded | Problem) -> tuple[Text, ...]:
+        conn = self._conn(origin)
+        if isinstance(item, Problem):
+            style = "yellow" if item.severity is Severity.WARNING else "bold red"
+            detail = item.detail + (f"; skipped {item.skipped} bytes" if item.skipped else "")
+            offset = Text("" if item.offset < 0 else str(item.offset), style=style)
+            kind, detail_text = Text(item.kind, style=style), Text(detail, style=style)
+            if self._protocols:
+                return (*conn, offset, Text(""), Text(""), kind, detail_text)
+            seq = Text("" if item.seq is None else str(item.seq))
+            return (*conn, offset, seq, Text(""), kind, Text(""), Text(""), Text(""), detail_text)
+        if isinstance(item, ProtoMessage):
+            when = Text("" if origin.time_ns is None else time_of_day(origin.time_ns))
+            kind = Text(item.type, style=proto_style(item))
+            if self._protocols:
+                return (*conn, Text(str(item.offset)), when, Text(item.protocol), kind, Text(item.summary))
+            # In Ripple's layout: the protocol where the schema goes.
+            return (
+                *conn,
+                Text(str(item.offset)),
                 Text(""),
-                Text("" if origin.time_ns is None else time_of_day(origin.time_ns)),
-                Text(msg.type, style=proto_style(msg)),
-                Text(msg.protocol),
-                Text(""),
-                Text(""),
-                Text(msg.summary),
+                when,
+                kind,
+                Text(item.protocol),
+                *_empty(2),
+                Text(item.summary),
             )
+        f = item.frame
+        name = type_name(f.tag)
+        style = _TYPE_STYLE.get(name, "yellow")
+        if self._protocols:
+            what = " ".join(x for x in (output_text(item.body), key_text(item.body), summary(item.body)) if x)
+            return (
+                *conn,
+                Text(str(f.offset)),
+                Text(time_of_day(origin.time_ns if origin.time_ns is not None else f.time_ns)),
+                Text("ripple"),
+                Text(name, style=style),
+                Text(f"#{f.seq} {what}"),
+            )
+        return (
+            *conn,
+            Text(str(f.offset)),
+            Text(str(f.seq)),
+            Text(time_of_day(f.time_ns)),
+            Text(name.replace("Checkpoint_", "Ckpt_").replace("Schema_negotiation", "Negotiation"), style=style),
+            Text(text(f.fingerprint)),
+            Text(output_text(item.body)),
+            Text(key_text(item.body)),
+            Text(summary(item.body)),
         )
-        if len(self._rows) >= _BATCH:
-            self.flush()
 
     def _conn(self, origin: Origin) -> tuple[Text, ...]:
         if not self.show_connection:
@@ -143,30 +178,16 @@ class TableRenderer:
         st = origin.stream
         return (Text("" if st is None else f"{st.connection} {st.direction}"),)
 
-    def problem(self, origin: Origin, problem: Problem) -> None:
-        style = "yellow" if problem.severity is Severity.WARNING else "bold red"
-        detail = problem.detail + (f"; skipped {problem.skipped} bytes" if problem.skipped else "")
-        self._rows.append(
-            (
-                *self._conn(origin),
-                Text("" if problem.offset < 0 else str(problem.offset), style=style),
-                Text("" if problem.seq is None else str(problem.seq)),
-                Text(""),
-                Text(problem.kind, style=style),
-                Text(""),
-                Text(""),
-                Text(""),
-                Text(detail, style=style),
-            )
-        )
-
     def flush(self) -> None:
-        if not self._rows:
+        if not self._items:
             return
+        if self._protocols is None:
+            messages = [m for _o, m in self._items if not isinstance(m, Problem)]
+            self._protocols = bool(messages) and not any(isinstance(m, Message) for m in messages)
         table = self._table()
-        for row in self._rows:
-            table.add_row(*row)
-        self._rows.clear()
+        for origin, item in self._items:
+            table.add_row(*self._row(origin, item))
+        self._items.clear()
         self.console.print(table)
         self._header_done = True
         self.env.stdout.flush()

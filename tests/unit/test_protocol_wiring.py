@@ -169,8 +169,9 @@ def test_table_shows_type_and_summary(tmp_path: Path) -> None:
     path.write_bytes(LINES)
     text = run_cli(["decode", "--format", "table", str(path)], width=100).text
     rows = [line.split() for line in text.splitlines()[2:]]
-    assert rows[0] == ["0", "Hello", "lines", "alice"]
-    assert rows[2] == ["22", "Msg", "lines", "two", "words"]
+    assert text.splitlines()[0].split() == ["offset", "time", "(UTC)", "protocol", "type", "summary"]
+    assert rows[0] == ["0", "lines", "Hello", "alice"]
+    assert rows[2] == ["22", "lines", "Msg", "two", "words"]
 
 
 def test_list_protocols() -> None:

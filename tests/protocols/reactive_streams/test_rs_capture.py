@@ -220,7 +220,7 @@ def test_version_mismatch_detected_by_the_other_side(tmp_path: Path) -> None:
         ("s2c", "Goodbye"),
     ]
     r = run_cli(["verify", str(cap.path)])
-    assert r.code == 0
+    assert r.code == 0, r.text
     assert "warning: offset 0: unsupported_version: ClientHello of version 1" in r.text
 
 
