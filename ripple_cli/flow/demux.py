@@ -350,11 +350,10 @@ class Demux:
                 else:
                     out.extend(self._emit(st, st.decoder.finish(), time_ns))
         for conn in list(self._analyzers):  # connections with one direction only
-            st = next(
-                (s for s in self.streams.values() if (None if s.stream is None else s.stream.connection) == conn), None
-            )
-            if st is not None:
-                out.extend(self._close_analyzer(st, conn, time_ns))
+            for state in self.streams.values():
+                if (None if state.stream is None else state.stream.connection) == conn:
+                    out.extend(self._close_analyzer(state, conn, time_ns))
+                    break
         return out
 
     def _emit_steps(
