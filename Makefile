@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-pure lint unit interop bench system-deps npm-peers clean
+.PHONY: demo test test-pure lint unit interop bench bench-spark system-deps npm-peers clean
 
 # setup.py and the C sources: reinstalling rebuilds the fast lane's extension.
 $(STAMP): pyproject.toml setup.py $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h)
@@ -46,6 +46,11 @@ test-pure: $(STAMP)
 
 bench: $(STAMP) system-deps
 	$(BIN)/python bench/bench.py
+
+# The Spark pipeline on a generated stream of at least 1 GB (cached in .bench/):
+# in-process decode, local[1] and local[2] side by side.
+bench-spark: $(STAMP) system-deps
+	$(BIN)/python bench/bench_spark.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench build ripple_cli/codec/fast/*.so

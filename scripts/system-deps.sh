@@ -10,6 +10,15 @@ packages=(
   libvariantslib-ocaml-dev libppx-deriving-ocaml-dev
   tcpdump groff-base
 )
+# Spark (ripple export/stats, tests/batch) runs on Java 17 or 21: a headless
+# JRE when no java is on the PATH (Debian 12 has 17; later releases 21).
+if ! command -v java >/dev/null 2>&1; then
+  jre=openjdk-17-jre-headless
+  if ! apt-cache show "$jre" >/dev/null 2>&1 && apt-cache show openjdk-21-jre-headless >/dev/null 2>&1; then
+    jre=openjdk-21-jre-headless
+  fi
+  packages+=("$jre")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

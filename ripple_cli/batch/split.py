@@ -3,11 +3,12 @@
 Pure: `plan_ranges` cuts a file into ranges; `first_envelope` finds where a
 range's task starts, given a way to read bytes at an offset.  A task starts
 at the first offset of its range where a whole envelope with a valid CRC
-begins, decodes on past the range's end if it must, and keeps the messages
-and problems that start inside its range (see tasks.raw_range_rows): the
-decoder resynchronizes on exactly that rule after damage, so the ranges'
+begins and decodes on past the range's end up to the first envelope it
+frames there: the next range's task starts at that same envelope (the
+decoder resynchronizes on exactly that rule after damage), so the ranges'
 rows together are the rows of one decode of the whole file, whatever the
-split size.
+split size.  A damaged region is the task's that reaches it: the one whose
+decoder was in the stream when it began (see tasks.raw_range_rows).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def first_envelope(read: Reader, start: int, end: int, size: int, max_payload: i
             return None
         if p + HEADER_SIZE > base + len(buf):
             base = p
-            buf = read(base, min(WINDOW, size - base))
+            buf = read(base, min(max(WINDOW, HEADER_SIZE), size - base))
             continue
         _m, version, _t, _f, _s, _ts, _fp, length = HEADER.unpack_from(buf, i)
         total = OVERHEAD + length

@@ -43,6 +43,8 @@ from .rows import Row, RowBuilder, Where
 from .split import first_envelope
 
 CHUNK = 1 << 20
+# Problems of the framer (a damaged region, not a framed envelope).
+FRAMING_KINDS = frozenset({"bad_magic", "bad_version", "bad_length", "crc_mismatch", "truncated", "gap", "midstream"})
 
 # A connection's identity across capture files: its two endpoints, sorted
 # (which side is the client is a guess when a file starts mid-connection).
@@ -194,11 +196,20 @@ def raw_range_rows(task: RawRange, settings: Settings) -> Iterator[Row]:
         f.seek(first)
         while True:
             chunk = f.read(CHUNK)
-            events = decoder.feed(chunk) if chunk else decoder.finish()
-            for ev in events:
-                if ev.offset >= task.end:
-                    return
-                yield _row(builder, ev)
+            # Step by step (an envelope or a damaged region at a time), so
+            # that the task stops at the first one past its range instead of
+            # decoding the rest of the chunk for nothing.
+            steps = decoder.feed_steps(chunk, None) if chunk else decoder.finish_steps(None)
+            for step in steps:
+                assert isinstance(step, list)  # no fast lane: no Batches
+                for ev in step:
+                    # Past the range, the task stops at the first framed
+                    # envelope (a message, or a problem of one: flags, a
+                    # payload that does not decode): the next task starts
+                    # there.  Damage before it (framing problems) is ours.
+                    if ev.offset >= task.end and not (isinstance(ev, Problem) and ev.kind in FRAMING_KINDS):
+                        return
+                    yield _row(builder, ev)
             if not chunk:
                 return
 
