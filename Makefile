@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-pure lint unit interop bench bench-spark system-deps npm-peers clean
+.PHONY: demo test test-pure lint unit interop bench bench-memory bench-deps bench-spark system-deps npm-peers clean
 
 # setup.py and the C sources: reinstalling rebuilds the fast lane's extension.
 $(STAMP): pyproject.toml setup.py $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h)
@@ -44,8 +44,17 @@ test: $(STAMP) system-deps npm-peers lint
 test-pure: $(STAMP)
 	RIPPLE_PURE=1 $(BIN)/python -m pytest -q tests/unit tests/property tests/cli
 
-bench: $(STAMP) system-deps
+# ripple against OCaml, tshark and socat on generated inputs (cached in .bench/);
+# a few minutes.  bench-memory: peak RSS on a 10 GB stream (generated, then
+# deleted: about 10 GB of disk and five minutes), kept out of `make bench`.
+bench: $(STAMP) system-deps bench-deps
 	$(BIN)/python bench/bench.py
+
+bench-memory: $(STAMP) system-deps
+	$(BIN)/python bench/bench.py --only memory --big
+
+bench-deps:
+	./scripts/bench-deps.sh
 
 # The Spark pipeline on a generated stream of at least 1 GB (cached in .bench/):
 # in-process decode, local[1] and local[2] side by side.

@@ -1,25 +1,40 @@
 #!/usr/bin/env python3
-"""ripple against the OCaml workers' own code, side by side in one run.
+"""ripple against its anchors, side by side in one run: the OCaml workers'
+own code, tshark, socat.
 
 Builds the OCaml tools (tests/interop/ocaml: the same generator the interop
-tests use), generates a stream of N messages (default 1,000,000, schemas with
-nested records, lists, enums and options), then times each workload for
-ripple and for its anchor on the same file, and prints one table.
+tests use), generates the inputs, times each workload for ripple and for its
+anchor, and prints one table: workload, ripple's figure, the anchor's,
+their ratio, the goal, whether it is met.
 
-    make bench                      # or: python bench/bench.py --count 200000
+    make bench                          # or: python bench/bench.py --count 200000
+    make bench-memory                   # python bench/bench.py --only memory --big: the 10 GB rows
     python bench/bench.py --with-pure   # also the pure-Python path (RIPPLE_PURE=1): before/after
+    python bench/bench.py --only verify,pcap --repeat 3
 
-Workloads:
-  verify       `ripple verify FILE`   vs  OCaml ripple_walk (every envelope, CRC by table)
-  decode sexp  `ripple decode --format sexp FILE > out`  vs  OCaml ripple_read -o out
-               (typed bin_prot decode + sexplib one-line printing); outputs compared byte for byte
-  verify 4 KiB `ripple verify` on a stream of 4 KiB Deltas (full-depth book/v4 snapshots, about
-               a thousand values each, written by ripple's own encoder), in GB/s, vs ripple_walk
-  peak RSS     of the verify and decode runs above (getrusage of each child): memory stays flat,
-               the same on a stream a tenth the size
-Times are wall times of whole runs (interpreter start-up included).  Reference
-rows (no goal): a plain Python loop (struct + crc32c), crc32c over the whole
-file as one buffer (the hardware limit for the CRC), ripple's start-up.
+Workloads (--only takes these names):
+  verify    `ripple verify FILE` vs OCaml ripple_walk (every envelope, CRC by table), msgs/s,
+            on a stream of --count messages (default 1,000,000; schemas with nested records,
+            lists, enums and options)
+  decode    `ripple decode --format sexp FILE > out` vs OCaml ripple_read -o out (typed
+            bin_prot decode + sexplib one-line printing), msgs/s; outputs compared byte for byte
+  4k        `ripple verify` of a 1 GiB stream of 4 KiB Deltas (full-depth book/v4 snapshots,
+            about a thousand values each, written by ripple's own encoder), GB/s, vs ripple_walk
+  pcap      `ripple decode --format sexp` of a capture of the --count stream vs `tshark -r` of
+            the same file dissecting only Ethernet, IP and TCP (tshark's default TCP
+            preferences: it reassembles, as ripple must; other dissectors disabled), packets/s.
+            The capture is real: tcpdump on the loopback of a private network namespace whose
+            MTU is 1500 and offloads off (packets as a wire carries them), the stream sent
+            through a TCP connection there; without root it falls back to the host's loopback
+  tap       `ripple tap --listen --upstream` (proxy mode, printing sexp) vs socat relaying the
+            same: MB/s of the --count stream through it, and the p99 round trip of a small
+            request/response (one Heartbeat envelope, echoed) minus the direct one's
+  memory    peak RSS of verify and decode (getrusage of each child), the same on a stream a
+            tenth the size; with --big also on a 10 GB stream (generated once, deleted after
+            unless --keep-big): streaming, the figure does not grow with the input
+Times are wall times of whole runs (interpreter start-up included; ripple's
+modules byte-compiled first, as an installed package has them).  Reference
+lines (no goal) follow the table.
 """
 
 from __future__ import annotations
@@ -30,20 +45,34 @@ import hashlib
 import os
 import platform
 import random
+import re
+import shutil
+import signal
+import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OCAML_SRC = ROOT / "tests" / "interop" / "ocaml"
 WORK = ROOT / ".bench"
-MB = 1 << 20
+NETPEER = ROOT / "bench" / "netpeer.py"
+WORKLOADS = ("verify", "decode", "4k", "pcap", "tap", "memory")
+BIG_BYTES = 10 * 10**9
+# tshark dissecting Ethernet, IPv4 and TCP only, names not resolved, one
+# summary line per packet (what `tshark -r` prints).
+TSHARK_TCP = ["-n", "--disable-protocol", "ALL", "--enable-protocol", "eth,ip,tcp"]
+NO_REASSEMBLY = ["-o", "tcp.desegment_tcp_streams:FALSE"]
 
 
-def sh(cmd: list[str], **kw) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+def sh(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[Any]:
     return subprocess.run(cmd, check=True, **kw)
 
 
@@ -131,6 +160,17 @@ def write_4k(path: Path, count: int, seed: int) -> None:
     tmp.rename(path)
 
 
+def write_heartbeat(path: Path) -> None:
+    """The ping-pong request: one Heartbeat envelope (93 bytes)."""
+    sys.path.insert(0, str(ROOT))
+    from ripple_cli.codec.envelope import build_envelope
+    from ripple_cli.codec.messages import FIXED_FINGERPRINTS, HEARTBEAT, Heartbeat, write_payload
+
+    t = 1718900000000000000
+    payload = write_payload(Heartbeat(b"md-worker-07", t, 0.25))
+    path.write_bytes(build_envelope(HEARTBEAT, 1, t, FIXED_FINGERPRINTS[HEARTBEAT], payload))
+
+
 @dataclass
 class Measured:
     seconds: float  # best wall time
@@ -150,11 +190,11 @@ def measure(
     for _ in range(repeat):
         out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL  # noqa: SIM115
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
-        _pid, _status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+        _pid, status, usage = os.wait4(proc.pid, 0)
         best = min(best, time.perf_counter() - t0)
         rss = max(rss, usage.ru_maxrss / 1024)  # KiB on Linux
-        proc.returncode = 0
+        proc.returncode = os.waitstatus_to_exitcode(status)
         if stdout_path:
             out.close()  # type: ignore[union-attr]
     return Measured(best, rss)
@@ -206,6 +246,208 @@ def fast_lane() -> str:
     return f"C fast lane (CRC-32C: {impl})" if impl else "pure Python (extension not built, or RIPPLE_PURE set)"
 
 
+def tool_version(cmd: list[str], pattern: str) -> str:
+    """The version `cmd` prints, found by `pattern` (its group 1)."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError:
+        return "not installed"
+    m = re.search(pattern, out.stdout + out.stderr)
+    return m.group(1) if m else "?"
+
+
+def same_file(a: Path, b: Path) -> bool:
+    return a.exists() and b.exists() and filecmp.cmp(a, b, shallow=False)
+
+
+# ------------------------------------------------------------------ the capture
+
+
+def capture_pcap(stream: Path, out: Path) -> str:
+    """A real tcpdump capture of `stream` sent through one TCP connection;
+    cached.  Returns how it was taken."""
+    how = out.with_suffix(".how")
+    if out.exists() and how.exists():
+        return how.read_text()
+    args = [sys.executable, __file__, "--capture-child", str(out), str(stream)]
+    netns = os.geteuid() == 0 and shutil.which("unshare") is not None
+    if netns:
+        r = subprocess.run(["unshare", "--net", *args, "netns"], capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            print(f"  (network namespace capture failed, using the host's loopback: {r.stderr.strip()})", flush=True)
+            netns = False
+    if not netns:
+        r = subprocess.run([*args, "host"], capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            raise SystemExit(f"bench: capture failed: {r.stderr.strip()}")
+    how.write_text(r.stdout.strip())
+    return how.read_text()
+
+
+def capture_child(out: Path, stream: Path, where: str) -> int:
+    """Under `unshare --net` (where: netns): its own loopback up, MTU 1500,
+    offloads off; or on the host's loopback as it is.  tcpdump on it while
+    a sink reads the stream sent over TCP."""
+    in_netns = where == "netns"
+    where = "host's loopback (MTU 65536, offloads on)"
+    if in_netns:
+        sh(["ip", "link", "set", "lo", "up"])
+        sh(["ip", "link", "set", "lo", "mtu", "1500"])
+        offload = subprocess.run(["ethtool", "-K", "lo", "tso", "off", "gso", "off", "gro", "off"], check=False)
+        where = "loopback of a private network namespace, MTU 1500, " + (
+            "segmentation offloads off" if offload.returncode == 0 else "offloads on (ethtool failed)"
+        )
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    tmp = out.with_suffix(".tmp")
+    dump = subprocess.Popen(
+        ["tcpdump", "-i", "lo", "-w", str(tmp), "-U", "-s", "0", "-B", "262144", f"tcp port {port}"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert dump.stderr is not None
+    line = dump.stderr.readline()
+    if "listening on" not in line:
+        raise SystemExit(f"tcpdump did not start: {line}{dump.stderr.read()}")
+    got: list[int] = []
+
+    def sink() -> None:
+        c, _ = srv.accept()
+        n = 0
+        buf = bytearray(1 << 20)
+        while k := c.recv_into(buf):
+            n += k
+        got.append(n)
+        c.close()
+
+    t = threading.Thread(target=sink)
+    t.start()
+    with socket.create_connection(("127.0.0.1", port)) as s, open(stream, "rb") as f:
+        while chunk := f.read(1 << 20):
+            s.sendall(chunk)
+    t.join()
+    # tcpdump drops what the kernel still holds for it when it stops: wait
+    # until it has written everything (-U: packet by packet), quiet a while.
+    last, quiet_since = -1, time.monotonic()
+    while time.monotonic() - quiet_since < 1.0:
+        time.sleep(0.1)
+        now = tmp.stat().st_size
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+    dump.send_signal(signal.SIGINT)
+    stats = dump.stderr.read()
+    dump.wait()
+    m = re.search(r"(\d+) packets captured.*?(\d+) packets dropped by kernel", stats, re.S)
+    if not m or int(m.group(2)) or got != [stream.stat().st_size]:
+        raise SystemExit(f"incomplete capture: {stats.strip()}")
+    # Every byte of the stream is in it, in order, once: ripple's own reader.
+    sys.path.insert(0, str(ROOT))
+    from ripple_cli.capture.events import StreamData, StreamGap
+    from ripple_cli.sources.inputs import input_events
+
+    sent, holes = 0, 0
+    with open(tmp, "rb") as f:
+        for ev in input_events(str(tmp), f):
+            if isinstance(ev, StreamData) and ev.stream is not None and ev.stream.from_client:
+                sent += len(ev.data)
+            holes += isinstance(ev, StreamGap)
+    if sent != stream.stat().st_size or holes:
+        raise SystemExit(f"incomplete capture: {sent} bytes of the stream, {holes} holes ({stats.strip()})")
+    tmp.rename(out)
+    print(f"{m.group(1)} packets; tcpdump on the {where}")
+    return 0
+
+
+# ------------------------------------------------------------------ proxies
+
+
+@contextmanager
+def netpeer_server() -> Iterator[tuple[int, int]]:
+    """The sink and echo servers (bench/netpeer.py) in their own process."""
+    ports = []
+    for _ in range(2):
+        with socket.create_server(("127.0.0.1", 0)) as s:
+            ports.append(s.getsockname()[1])
+    proc = subprocess.Popen(
+        [sys.executable, str(NETPEER), "serve", str(ports[0]), str(ports[1])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    if proc.stdout.readline().strip() != "ready":
+        raise SystemExit("bench: netpeer serve did not start")
+    try:
+        yield ports[0], ports[1]
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[str], timeout: float = 20) -> None:
+    """Until something listens on the port (read from /proc, so that no
+    probe connection goes through the proxy)."""
+    local = f"0100007F:{port:04X}"  # 127.0.0.1 as /proc/net/tcp writes it
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"bench: {proc.args!r} exited with status {proc.returncode}")
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[1] == local and fields[3] == "0A":  # LISTEN
+                return
+        time.sleep(0.02)
+    raise SystemExit(f"bench: nothing listens on port {port}")
+
+
+def _free_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def proxy(kind: str, upstream: int, tap_log: list[str]) -> Iterator[int]:
+    """A proxy on a fresh port to 127.0.0.1:upstream: "direct" (none),
+    "socat", or "ripple" (`ripple tap`, printing sexp to /dev/null)."""
+    if kind == "direct":
+        yield upstream
+        return
+    port = _free_port()
+    if kind == "socat":
+        cmd = ["socat", f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork", f"TCP:127.0.0.1:{upstream}"]
+    else:
+        listen, up = f"127.0.0.1:{port}", f"127.0.0.1:{upstream}"
+        cmd = [sys.executable, "-m", "ripple_cli", "tap", "--listen", listen, "--upstream", up, "-F", "sexp"]
+    stderr = subprocess.PIPE if kind == "ripple" else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, text=True, cwd=ROOT)
+    try:
+        _wait_listening(port, proc)
+        yield port
+    finally:
+        proc.send_signal(signal.SIGINT if kind == "ripple" else signal.SIGTERM)
+        try:
+            _out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _out, err = proc.communicate()
+        if kind == "ripple" and err:
+            tap_log.append(err)
+
+
+def throughput(port: int, stream: Path) -> float:
+    r = sh([sys.executable, str(NETPEER), "send", f"127.0.0.1:{port}", str(stream)], capture_output=True, text=True)
+    n, seconds = r.stdout.split()
+    if int(n) != stream.stat().st_size:
+        raise SystemExit(f"bench: {n} bytes arrived of {stream.stat().st_size}")
+    return float(seconds)
+
+
+def pingpong(port: int, request: Path, rounds: int) -> tuple[float, float]:
+    cmd = [sys.executable, str(NETPEER), "pingpong", f"127.0.0.1:{port}", str(request), str(rounds)]
+    p50, p99 = sh(cmd, capture_output=True, text=True).stdout.split()
+    return float(p50), float(p99)
+
+
 @dataclass
 class Row:
     name: str
@@ -215,107 +457,270 @@ class Row:
     met: bool
     pure: float | None = None
     fmt: str = ",.0f"
+    ratio: float | None = None  # when not ours / anchor
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=1_000_000, help="messages in the generated stream")
-    ap.add_argument("--count-4k", type=int, default=65_536, help="messages in the 4 KiB-message stream (256 MiB)")
+    ap.add_argument(
+        "--count-4k", type=int, default=262_144, help="messages in the 4 KiB-message stream (default: 1.07 GB)"
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--repeat", type=int, default=1, help="runs per workload; the best is kept")
+    ap.add_argument("--only", default=",".join(WORKLOADS), help=f"workloads to run, of: {', '.join(WORKLOADS)}")
+    ap.add_argument("--big", action="store_true", help="memory: also on a 10 GB stream (a few minutes)")
+    ap.add_argument("--keep-big", action="store_true", help="keep the 10 GB stream in .bench/ for next time")
+    ap.add_argument("--rounds", type=int, default=20_000, help="ping-pong round trips per proxy")
     ap.add_argument("--with-pure", action="store_true", help="also time ripple with RIPPLE_PURE=1 (slow)")
     ap.add_argument("--write-4k", type=Path, help=argparse.SUPPRESS)  # generate_4k's child
+    ap.add_argument("--capture-child", nargs=3, help=argparse.SUPPRESS)  # capture_pcap's child
     args = ap.parse_args()
     if args.write_4k:
         write_4k(args.write_4k, args.count_4k, args.seed)
         return 0
+    if args.capture_child:
+        out, stream_path, where = args.capture_child
+        return capture_child(Path(out), Path(stream_path), where)
+    only = {w.strip() for w in args.only.split(",") if w.strip()}
+    if only - set(WORKLOADS):
+        ap.error(f"--only: unknown workloads {', '.join(sorted(only - set(WORKLOADS)))}")
 
     WORK.mkdir(exist_ok=True)
+    # PYTHONDONTWRITEBYTECODE (set here) would have every run compile every
+    # module from source; a pip-installed ripple has them compiled.
+    sh([sys.executable, "-m", "compileall", "-q", str(ROOT / "ripple_cli")], stdout=subprocess.DEVNULL)
     tools = build_ocaml()
     stream = generate(tools, args.count, args.seed)
-    small = generate(tools, max(args.count // 10, 1), args.seed)
-    big = generate_4k(args.count_4k, args.seed)
-    size, big_size = stream.stat().st_size, big.stat().st_size
+    size = stream.stat().st_size
     n = args.count
     ripple = [sys.executable, "-m", "ripple_cli"]
     pure_env = {**os.environ, "RIPPLE_PURE": "1"}
-    print(f"stream: {stream.name}: {n:,} messages, {size / 1e6:.1f} MB; machine: {machine()}", flush=True)
-    print(f"4 KiB stream: {big.name}: {args.count_4k + 1:,} messages, {big_size / 1e6:.1f} MB", flush=True)
-    print(f"ripple runs: {fast_lane()}", flush=True)
+    print(f"machine: {machine()}; ripple runs: {fast_lane()}", flush=True)
+    print(f"stream: {stream.name}: {n:,} messages, {size / 1e6:.1f} MB", flush=True)
 
     def pure(cmd: list[str], out: Path | None = None) -> Measured | None:
         return measure(cmd, out, args.repeat, pure_env) if args.with_pure else None
 
     rows: list[Row] = []
-    v_r = measure([*ripple, "verify", str(stream)], repeat=args.repeat)
-    v_p = pure([*ripple, "verify", str(stream)])
-    v_o = measure([str(tools / "ripple_walk"), str(stream)], repeat=args.repeat)
-    ratio = v_o.seconds / v_r.seconds
-    rows.append(Row("verify (msgs/s)", n / v_r.seconds, n / v_o.seconds, "1.0x", ratio >= 1.0, v_p and n / v_p.seconds))
+    notes: list[str] = []
+    ok = True
+    v_r = d_r = None
+    v_p = d_p = None
+    anchor_rss: dict[str, float] = {}  # the OCaml tools' peak RSS
+    out_r = WORK / "decode.ripple.sexp"
 
-    out_r, out_o = WORK / "decode.ripple.sexp", WORK / "decode.ocaml.sexp"
-    d_r = measure([*ripple, "decode", "--format", "sexp", str(stream)], out_r, args.repeat)
-    d_o = measure([str(tools / "ripple_read"), "-o", str(out_o), str(stream)], repeat=args.repeat)
-    same = filecmp.cmp(out_r, out_o, shallow=False)
-    d_p = pure([*ripple, "decode", "--format", "sexp", str(stream)], WORK / "decode.pure.sexp")
-    same_pure = d_p is None or filecmp.cmp(WORK / "decode.pure.sexp", out_o, shallow=False)
-    ratio = d_o.seconds / d_r.seconds
-    d_pure = d_p and n / d_p.seconds
-    rows.append(Row("decode --format sexp (msgs/s)", n / d_r.seconds, n / d_o.seconds, "0.5x", ratio >= 0.5, d_pure))
+    if "verify" in only or "memory" in only:
+        v_r = measure([*ripple, "verify", str(stream)], repeat=args.repeat)
+        v_p = pure([*ripple, "verify", str(stream)])
+    if "verify" in only and v_r:
+        v_o = measure([str(tools / "ripple_walk"), str(stream)], repeat=args.repeat)
+        ratio = v_o.seconds / v_r.seconds
+        pure_rate = n / v_p.seconds if v_p else None
+        rows.append(Row("verify (msgs/s)", n / v_r.seconds, n / v_o.seconds, "1.0x", ratio >= 1.0, pure_rate))
+        anchor_rss["verify"] = v_o.rss_mb
 
-    b_r = measure([*ripple, "verify", str(big)], repeat=args.repeat)
-    b_o = measure([str(tools / "ripple_walk"), str(big)], repeat=args.repeat)
-    b_p = pure([*ripple, "verify", str(big)])
-    gbs = big_size / b_r.seconds / 1e9
-    rows.append(
-        Row(
-            "verify, 4 KiB messages (GB/s)",
-            gbs,
-            big_size / b_o.seconds / 1e9,
-            "1.0 GB/s",
-            gbs >= 1.0,
-            b_p and big_size / b_p.seconds / 1e9,
-            ".2f",
+    if "decode" in only or "memory" in only or "pcap" in only:
+        d_r = measure([*ripple, "decode", "--format", "sexp", str(stream)], out_r, args.repeat)
+        d_p = pure([*ripple, "decode", "--format", "sexp", str(stream)], WORK / "decode.pure.sexp")
+    if "decode" in only and d_r:
+        out_o = WORK / "decode.ocaml.sexp"
+        d_o = measure([str(tools / "ripple_read"), "-o", str(out_o), str(stream)], repeat=args.repeat)
+        same = same_file(out_r, out_o)
+        same_pure = d_p is None or same_file(WORK / "decode.pure.sexp", out_o)
+        ok &= same and same_pure
+        ratio = d_o.seconds / d_r.seconds
+        pure_rate = n / d_p.seconds if d_p else None
+        rows.append(
+            Row("decode --format sexp (msgs/s)", n / d_r.seconds, n / d_o.seconds, "0.5x", ratio >= 0.5, pure_rate)
         )
-    )
+        anchor_rss["decode"] = d_o.rss_mb
+        text = f"decode output identical to OCaml's sexplib text: {'yes' if same else 'NO'}"
+        notes.append(text + (f" (pure Python path: {'yes' if same_pure else 'NO'})" if args.with_pure else ""))
 
-    # Flat memory: the same peak on a stream a tenth the size.
-    v_s = measure([*ripple, "verify", str(small)])
-    d_s = measure([*ripple, "decode", "--format", "sexp", str(small)], WORK / "decode.small.sexp")
-    flat = 16.0  # MB of slack
-    rows.append(
-        Row("peak RSS verify (MB)", v_r.rss_mb, v_o.rss_mb, "flat", v_r.rss_mb <= v_s.rss_mb + flat, v_p and v_p.rss_mb)
-    )
-    rows.append(
-        Row("peak RSS decode (MB)", d_r.rss_mb, d_o.rss_mb, "flat", d_r.rss_mb <= d_s.rss_mb + flat, d_p and d_p.rss_mb)
-    )
-    rows.append(Row("peak RSS verify 4 KiB (MB)", b_r.rss_mb, b_o.rss_mb, "flat", b_r.rss_mb <= v_s.rss_mb + flat))
+    if "4k" in only:
+        big = generate_4k(args.count_4k, args.seed)
+        big_size = big.stat().st_size
+        print(f"4 KiB stream: {big.name}: {args.count_4k + 1:,} messages, {big_size / 1e6:.1f} MB", flush=True)
+        b_r = measure([*ripple, "verify", str(big)], repeat=args.repeat)
+        b_o = measure([str(tools / "ripple_walk"), str(big)], repeat=args.repeat)
+        b_p = pure([*ripple, "verify", str(big)])
+        gbs = big_size / b_r.seconds / 1e9
+        pure_gbs = big_size / b_p.seconds / 1e9 if b_p else None
+        rows.append(
+            Row(
+                "verify, 4 KiB messages (GB/s)",
+                gbs,
+                big_size / b_o.seconds / 1e9,
+                "1.0 GB/s",
+                gbs >= 1.0,
+                pure_gbs,
+                ".2f",
+            )
+        )
+        startup = measure([*ripple, "verify", str(ROOT / "examples" / "demo.ripple")], repeat=3)
+        steady = big_size / max(b_r.seconds - startup.seconds, 1e-9) / 1e9
+        notes.append(f"ripple start-up (verify of the 300-message demo): {startup.seconds * 1000:.0f} ms")
+        notes.append(f"verify, 4 KiB messages, start-up excluded: {steady:.2f} GB/s; peak RSS {b_r.rss_mb:.0f} MB")
 
-    startup = measure([*ripple, "verify", str(ROOT / "examples" / "demo.ripple")], repeat=3)
-    count, t_py = python_loop(stream)  # these two read the whole file: after every measurement
-    t_crc = crc_whole(stream)
+    if "pcap" in only:
+        pcap = WORK / f"{stream.stem}.pcap"
+        how = capture_pcap(stream, pcap)
+        packets = int(how.split()[0])
+        print(f"capture: {pcap.name}: {how}, {pcap.stat().st_size / 1e6:.1f} MB", flush=True)
+        out_p = WORK / "decode.pcap.sexp"
+        p_r = measure([*ripple, "decode", "--format", "sexp", str(pcap)], out_p, args.repeat)
+        tshark = ["tshark", "-r", str(pcap), *TSHARK_TCP]
+        p_t = measure(tshark, WORK / "tshark.txt", args.repeat)
+        p_n = measure([*tshark, *NO_REASSEMBLY], WORK / "tshark.noreasm.txt", args.repeat)
+        ratio = p_t.seconds / p_r.seconds
+        rows.append(
+            Row("decode of a pcap (packets/s)", packets / p_r.seconds, packets / p_t.seconds, ">1.0x", ratio > 1.0)
+        )
+        same = same_file(out_p, out_r)
+        ok &= same
+        notes.append(f"capture decoded to the same lines as the raw stream: {'yes' if same else 'NO'}")
+        notes.append(
+            f"tshark without TCP reassembly (-o tcp.desegment_tcp_streams:FALSE): {packets / p_n.seconds:,.0f} "
+            f"packets/s, ripple {p_n.seconds / p_r.seconds:.2f}x of it; tshark peak RSS {p_t.rss_mb:.0f} MB, "
+            f"ripple {p_r.rss_mb:.0f} MB"
+        )
+
+    if "tap" in only:
+        request = WORK / "heartbeat.ripple"
+        write_heartbeat(request)
+        tap_log: list[str] = []
+        mbs: dict[str, float] = {}
+        p99: dict[str, float] = {}
+        p50: dict[str, float] = {}
+        with netpeer_server() as (sink, echo):
+            for kind in ("direct", "socat", "ripple"):
+                best = float("inf")
+                for _ in range(args.repeat):
+                    with proxy(kind, sink, tap_log) as port:
+                        best = min(best, throughput(port, stream))
+                mbs[kind] = size / best / 1e6
+                runs = []
+                for _ in range(args.repeat):
+                    with proxy(kind, echo, tap_log) as port:
+                        runs.append(pingpong(port, request, args.rounds))
+                p50[kind], p99[kind] = min(runs, key=lambda r: r[1])
+        ratio = mbs["ripple"] / mbs["socat"]
+        rows.append(Row("tap proxy throughput (MB/s)", mbs["ripple"], mbs["socat"], "0.8x", ratio >= 0.8))
+        added = {k: max(p99[k] - p99["direct"], 0.0) for k in ("socat", "ripple")}
+        lat_ratio = added["ripple"] / max(added["socat"], 1e-9)
+        rows.append(
+            Row(
+                "tap added p99 latency (us)",
+                added["ripple"],
+                added["socat"],
+                "<=2.0x",
+                lat_ratio <= 2.0,
+                ratio=lat_ratio,
+            )
+        )
+        notes.append(
+            f"direct (no proxy): {mbs['direct']:,.0f} MB/s; round trip p50/p99 "
+            + ", ".join(f"{k} {p50[k]:.0f}/{p99[k]:.0f} us" for k in ("direct", "socat", "ripple"))
+            + f" ({args.rounds:,} round trips of a {request.stat().st_size}-byte envelope)"
+        )
+        dropped = [ln.strip() for log in tap_log for ln in log.splitlines() if "not decoded" in ln or "dropped" in ln]
+        if dropped:
+            notes.append(f"the tap's own report after the throughput run: {dropped[0]}")
+
+    if "memory" in only and v_r and d_r:
+        if "verify" not in anchor_rss:
+            anchor_rss["verify"] = measure([str(tools / "ripple_walk"), str(stream)]).rss_mb
+        if "decode" not in anchor_rss:
+            ocaml_out = WORK / "decode.ocaml.sexp"
+            anchor_rss["decode"] = measure([str(tools / "ripple_read"), "-o", str(ocaml_out), str(stream)]).rss_mb
+        small = generate(tools, max(n // 10, 1), args.seed)
+        v_s = measure([*ripple, "verify", str(small)])
+        d_s = measure([*ripple, "decode", "--format", "sexp", str(small)], WORK / "decode.small.sexp")
+        flat = 16.0  # MB of slack: flat means no more than this above the run on a tenth of the input
+        v_flat, d_flat = v_r.rss_mb <= v_s.rss_mb + flat, d_r.rss_mb <= d_s.rss_mb + flat
+        rows.append(
+            Row(
+                "peak RSS verify (MB)",
+                v_r.rss_mb,
+                anchor_rss["verify"],
+                "flat",
+                v_flat,
+                v_p.rss_mb if v_p else None,
+            )
+        )
+        rows.append(
+            Row(
+                "peak RSS decode (MB)",
+                d_r.rss_mb,
+                anchor_rss["decode"],
+                "flat",
+                d_flat,
+                d_p.rss_mb if d_p else None,
+            )
+        )
+        notes.append(
+            f"peak RSS on the {max(n // 10, 1):,}-message stream: verify {v_s.rss_mb:.0f} MB, "
+            f"decode {d_s.rss_mb:.0f} MB (the OCaml anchors read the file whole)"
+        )
+        if args.big:
+            big_count = -(-BIG_BYTES * n // size)  # messages for 10 GB at this stream's average size
+            print(f"generating a {big_count:,}-message stream (10 GB) ...", flush=True)
+            huge = generate(tools, big_count, args.seed)
+            huge_gb = huge.stat().st_size / 1e9
+            try:
+                g_v = measure([*ripple, "verify", str(huge)])
+                g_d = measure([*ripple, "decode", "--format", "sexp", str(huge)])  # to /dev/null
+            finally:
+                if not args.keep_big:
+                    huge.unlink()
+            rows.append(
+                Row(
+                    f"peak RSS verify {huge_gb:.0f} GB (MB)",
+                    g_v.rss_mb,
+                    v_r.rss_mb,
+                    "flat",
+                    g_v.rss_mb <= v_r.rss_mb + flat,
+                )
+            )
+            rows.append(
+                Row(
+                    f"peak RSS decode {huge_gb:.0f} GB (MB)",
+                    g_d.rss_mb,
+                    d_r.rss_mb,
+                    "flat",
+                    g_d.rss_mb <= d_r.rss_mb + flat,
+                )
+            )
+            notes.append(
+                f"{huge_gb:.1f} GB rows: the anchor column is ripple's own on the {size / 1e6:.0f} MB stream; "
+                f"verify {big_count / g_v.seconds:,.0f} msgs/s, decode {big_count / g_d.seconds:,.0f} msgs/s "
+                "(the OCaml tools read a file whole: not run on it)"
+            )
+
+    if "verify" in only:
+        count, t_py = python_loop(stream)  # these two read the whole file: after every measurement
+        t_crc = crc_whole(stream)
+        notes.append(f"plain Python loop, struct + crc32c: {count / t_py:,.0f} msgs/s")
+        notes.append(f"crc32c over the whole file: {size / t_crc / 1e9:.1f} GB/s")
 
     print()
     pure_col = f" {'pure Python':>13}" if args.with_pure else ""
-    print(f"{'workload':32} {'ripple':>14} {'anchor (OCaml)':>16} {'ratio':>7} {'goal':>9}  met{pure_col}")
+    print(f"{'workload':32} {'ripple':>14} {'anchor':>14} {'ratio':>7} {'goal':>9}  met{pure_col}")
     for r in rows:
-        ratio_txt = f"{r.ours / r.anchor:6.2f}x"
+        ratio_txt = f"{(r.ratio if r.ratio is not None else r.ours / r.anchor):6.2f}x"
         extra = f" {format(r.pure, r.fmt):>13}" if r.pure is not None else (f" {'':>13}" if args.with_pure else "")
         ours, anchor = format(r.ours, r.fmt), format(r.anchor, r.fmt)
-        line = f"{r.name:32} {ours:>14} {anchor:>16} {ratio_txt} {r.goal:>9}  {'yes' if r.met else 'no ':3}{extra}"
+        line = f"{r.name:32} {ours:>14} {anchor:>14} {ratio_txt} {r.goal:>9}  {'yes' if r.met else 'no ':3}{extra}"
         print(line.rstrip())
     print()
-    print("reference figures (same file):")
-    print(f"  plain Python loop, struct + crc32c: {count / t_py:12,.0f} msgs/s")
-    print(f"  crc32c over the whole file:         {size / t_crc / 1e9:12.1f} GB/s")
-    print(f"  ripple start-up (verify of the 300-message demo): {startup.seconds * 1000:.0f} ms")
-    steady = big_size / max(b_r.seconds - startup.seconds, 1e-9) / 1e9
-    print(f"  verify, 4 KiB messages, start-up excluded: {steady:.2f} GB/s")
-    tenth = f"{max(n // 10, 1):,}-message stream"
-    print(f"  peak RSS on the {tenth}: verify {v_s.rss_mb:.0f} MB, decode {d_s.rss_mb:.0f} MB")
-    print(f"  decode output identical to OCaml's sexplib text: {'yes' if same else 'NO'}", end="")
-    print(f" (pure Python path: {'yes' if same_pure else 'NO'})" if args.with_pure else "")
-    return 0 if same and same_pure else 1
+    tshark_v = tool_version(["tshark", "--version"], r"TShark \(Wireshark\) (\S+)")
+    socat_v = tool_version(["socat", "-V"], r"socat version (\S+)")
+    print(f"anchors: OCaml ripple_walk, ripple_read; tshark {tshark_v} (pcap); socat {socat_v} (tap)")
+    print("reference figures:")
+    for note in notes:
+        print(f"  {note}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

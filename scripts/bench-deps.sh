@@ -5,7 +5,7 @@
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
-packages=(tshark socat)
+packages=(tshark socat ethtool)
 
 missing=()
 for p in "${packages[@]}"; do
