@@ -47,8 +47,9 @@ test-pure: $(STAMP)
 # ripple against OCaml, tshark and socat on generated inputs (cached in .bench/);
 # a few minutes.  bench-memory: peak RSS on a 10 GB stream (generated, then
 # deleted: about 10 GB of disk and five minutes), kept out of `make bench`.
+# BENCH_ARGS passes options on, e.g. make bench BENCH_ARGS="--repeat 3".
 bench: $(STAMP) system-deps bench-deps
-	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/bench.py $(BENCH_ARGS)
 
 bench-memory: $(STAMP) system-deps
 	$(BIN)/python bench/bench.py --only memory --big
