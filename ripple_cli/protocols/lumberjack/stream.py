@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, StreamDissector, json_bytes
+from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, json_bytes
+from ripple_cli.protocols.buffered import BufferedStream
 from ripple_cli.protocols.lumberjack.inflate import inflate
 from ripple_cli.protocols.lumberjack.plausible import (
     ALL_TYPES,
@@ -62,15 +63,11 @@ class _Budget:
     frames: int
 
 
-class LumberjackStream(StreamDissector):
+class LumberjackStream(BufferedStream):
     def __init__(self, options: DissectOptions, from_client: bool | None) -> None:
+        super().__init__()
         self.options = options
-        self._buf = bytearray()
-        self._pos = 0  # index in _buf of the first byte not yet decoded
-        self._base = 0  # stream offset of _buf[0]
         self._scan: DataScan | None = None  # a D frame read in part, at _pos
-        # An open damaged region: (stream offset, kind, detail).
-        self._damage: tuple[int, str, str] | None = None
         # The kinds of frame this direction carries, learnt from its first
         # frame (or from the side of the connection): resync looks for those.
         self._types = ALL_TYPES if from_client is None else (WRITER_TYPES if from_client else frozenset((ACK,)))
@@ -80,51 +77,10 @@ class LumberjackStream(StreamDissector):
         self._last_window: int | None = None
         self._after_damage = False  # the next message is the first after damage
 
-    @property
-    def buffered(self) -> int:
-        """Bytes held, waiting for the rest of a frame (or for resync)."""
-        return len(self._buf) - self._pos
-
-    # ------------------------------------------------------------ the contract
-
-    def feed(self, data: bytes) -> list[Item]:
-        self._buf += data
-        out: list[Item] = []
-        self._run(out, final=False)
-        self._compact()
-        return out
-
-    def gap(self, size: int) -> list[Item]:
-        out: list[Item] = []
-        self._run(out, final=False)
-        hole_at = self._base + len(self._buf)
-        detail = f"{size} bytes missing from the stream at offset {hole_at}"
-        if self._damage is not None:
-            start, kind, first = self._damage
-            self._damage = (start, kind, f"{first}; then {detail}")
-        else:
-            self._damage = (self._base + self._pos, "gap", detail)
-        self._base = hole_at + size
-        self._buf = bytearray()
-        self._pos = 0
-        self._scan = None
-        return out
-
-    def finish(self) -> list[Item]:
-        out: list[Item] = []
-        self._run(out, final=True)
-        self._base += len(self._buf)
-        self._buf = bytearray()
-        self._pos = 0
-        return out
-
     # ------------------------------------------------------------ framing
 
-    def _compact(self) -> None:
-        if self._pos:
-            del self._buf[: self._pos]
-            self._base += self._pos
-            self._pos = 0
+    def _forget_across_gap(self) -> None:
+        self._scan = None  # the D frame read in part is cut by the hole
 
     def _run(self, out: list[Item], final: bool) -> None:
         buf, n, p = self._buf, len(self._buf), self._pos
@@ -152,12 +108,12 @@ class LumberjackStream(StreamDissector):
                 if not final:
                     break
                 self._scan = None
-                self._damage = (self._base + p, "truncated", self._truncated(p, n, r))
+                self._open_damage(p, "truncated", self._truncated(p, n, r))
                 p += 1
                 continue
             self._scan = None
             if isinstance(r, Invalid):
-                self._damage = (self._base + p, r.kind, r.detail)
+                self._open_damage(p, r.kind, r.detail)
                 p += 1
                 continue
             frame, end = r
@@ -191,11 +147,8 @@ class LumberjackStream(StreamDissector):
             return Verdict.NO
         return Verdict.YES
 
-    def _close_damage(self, p: int, out: list[Item]) -> None:
-        assert self._damage is not None
-        start, kind, detail = self._damage
-        self._damage = None
-        out.append(Problem(start, kind, detail, skipped=self._base + p - start))
+    def _close_damage(self, pos: int, out: list[Item]) -> None:
+        super()._close_damage(pos, out)
         self._after_damage = True
 
     # ------------------------------------------------------------ messages

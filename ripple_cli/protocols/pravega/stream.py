@@ -23,7 +23,8 @@ import uuid
 from dataclasses import dataclass, replace
 
 from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, StreamDissector
+from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage
+from ripple_cli.protocols.buffered import BufferedStream
 from ripple_cli.protocols.pravega import records as rec
 from ripple_cli.protocols.pravega.commands import (
     APPEND_BLOCK,
@@ -87,25 +88,17 @@ def plausible(code: int, length: int) -> bool:
     return -127 <= code <= 127 and 0 <= length <= MAX_BODY
 
 
-class PravegaStream(StreamDissector):
+class PravegaStream(BufferedStream):
     def __init__(self, options: DissectOptions, from_client: bool | None) -> None:
+        super().__init__()
         self.max_payload = options.max_payload
         self.from_client = from_client
-        self._buf = bytearray()
-        self._pos = 0  # index in _buf of the first byte not yet framed
-        self._base = 0  # stream offset of _buf[0]
         self._skip = 0  # body bytes of an over-long command still to pass over
         self._skip_from = 0  # stream offset of that command
-        self._damage: tuple[int, str, str] | None = None  # open damaged region: (offset, kind, detail)
         self._block: _Block | None = None
         self._reads: dict[bytes, _Read] = {}
 
     # ------------------------------------------------------------ state sizes
-
-    @property
-    def buffered(self) -> int:
-        """Stream bytes held, waiting for the rest of a command."""
-        return len(self._buf) - self._pos
 
     @property
     def held(self) -> int:
@@ -113,59 +106,34 @@ class PravegaStream(StreamDissector):
         partial = len(self._block.partial) if self._block and self._block.partial else 0
         return partial + sum(len(r.pending) for r in self._reads.values())
 
-    # ------------------------------------------------------------ the contract
+    # ------------------------------------------------------------ holes
 
-    def feed(self, data: bytes) -> list[Item]:
-        self._buf += data
-        out: list[Item] = []
-        self._run(out, final=False)
-        self._compact()
-        return out
-
-    def finish(self) -> list[Item]:
-        out: list[Item] = []
-        self._run(out, final=True)
-        self._base += len(self._buf)
-        self._buf = bytearray()
-        self._pos = 0
-        return out
-
-    def gap(self, size: int) -> list[Item]:
-        out: list[Item] = []
-        self._run(out, final=False)
-        hole_at = self._base + len(self._buf)
-        detail = f"{size} bytes missing from the stream at offset {hole_at}"
+    def _forget_across_gap(self) -> None:
         # Whatever spanned the hole can no longer be joined.
         self._block = None
         self._reads.clear()
-        if self._damage is not None:
-            start, kind, first = self._damage
-            self._damage = (start, kind, f"{first}; then {detail}")
-        elif self._skip:
+
+    def _bridge_gap(self, size: int, detail: str, out: list[Item]) -> bool:
+        # A hole inside a command whose length is known keeps the framing:
+        # the command is lost, but its length says where the next one starts.
+        if self._skip:
             if size <= self._skip:
                 self._skip -= size
+                hole_at = self._base + len(self._buf)
                 out.append(Problem(hole_at, "gap", f"{detail}, inside the body being passed over"))
             else:
                 self._damage = (self._skip_from, "gap", f"{detail}, past the end of the command being passed over")
                 self._skip = 0
-        elif self.buffered:
-            start = self._base + self._pos
-            need = self._whole_size()
-            if need is not None and self.buffered + size <= need:
-                # The hole is inside one command: it is lost, but its
-                # length says where the next one starts.
-                name = name_of(HEADER.unpack_from(self._buf, self._pos)[0])
-                out.append(Problem(start, "gap", f"{detail}: the {name} of {need} bytes there is lost", skipped=need))
-                self._skip = need - self.buffered - size
-                self._skip_from = start
-            else:
-                self._damage = (start, "gap", detail)
-        else:
-            self._damage = (hole_at, "gap", detail)
-        self._base = hole_at + size
-        self._buf = bytearray()
-        self._pos = 0
-        return out
+            return True
+        need = self._whole_size()
+        if need is None or self.buffered + size > need:
+            return False
+        start = self._base + self._pos
+        name = name_of(HEADER.unpack_from(self._buf, self._pos)[0])
+        out.append(Problem(start, "gap", f"{detail}: the {name} of {need} bytes there is lost", skipped=need))
+        self._skip = need - self.buffered - size
+        self._skip_from = start
+        return True
 
     # ------------------------------------------------------------ framing
 
@@ -176,12 +144,6 @@ class PravegaStream(StreamDissector):
         if not plausible(code, length) or length > self.max_payload:
             return None
         return HEADER_SIZE + int(length)
-
-    def _compact(self) -> None:
-        if self._pos:
-            del self._buf[: self._pos]
-            self._base += self._pos
-            self._pos = 0
 
     def _run(self, out: list[Item], final: bool) -> None:
         buf = self._buf
@@ -206,7 +168,7 @@ class PravegaStream(StreamDissector):
                 return
             code, length = HEADER.unpack_from(buf, self._pos)
             if not plausible(code, length):
-                self._damage = (self._base + self._pos, *self._bad_header(code, length))
+                self._open_damage(self._pos, *self._bad_header(code, length))
                 self._pos += 1
                 continue
             size = HEADER_SIZE + length
@@ -290,13 +252,6 @@ class PravegaStream(StreamDissector):
             return False
         self._pos = max(self._pos, p)
         return False
-
-    def _close_damage(self, pos: int, out: list[Item]) -> None:
-        assert self._damage is not None
-        start, kind, detail = self._damage
-        self._damage = None
-        skipped = self._base + pos - start
-        out.append(Problem(start, kind, detail, skipped=skipped))
 
     # ------------------------------------------------------------ commands
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, StreamDissector, json_bytes
+from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, json_bytes
+from ripple_cli.protocols.buffered import BufferedStream
 from ripple_cli.protocols.rcp import payload as pl
 from ripple_cli.protocols.rcp.text import NAME, frame_sexp, frame_type, line_sexp
 from ripple_cli.protocols.rcp.wire import (
@@ -44,59 +45,24 @@ from ripple_cli.protocols.rcp.wire import (
 PROTOCOL = NAME.decode("ascii")
 
 
-class RcpStream(StreamDissector):
+class RcpStream(BufferedStream):
     def __init__(self, options: DissectOptions, from_client: bool | None) -> None:
+        super().__init__()
         self.max_payload = options.max_payload
         self.from_client = from_client
-        self._buf = bytearray()
-        self._base = 0  # stream offset of _buf[0]
-        self._pos = 0  # next byte to read in _buf
-        # Damage being skipped: (start offset, kind, detail), reported with
-        # its size once the next message start is found.
-        self._damage: tuple[int, str, str] | None = None
         self.jsonl = False  # this direction carries JSON lines
         # Stream offset up to which the line at the boundary was searched for
         # its newline: a long line arriving in pieces is scanned once.
         self._scanned = 0
         self._line_reported = False  # unexpected_jsonl is reported once per direction
 
-    @property
-    def buffered(self) -> int:
-        """Bytes held for an unfinished message (for the bound's tests)."""
-        return len(self._buf) - self._pos
+    # ------------------------------------------------------------ decoding
 
-    # ------------------------------------------------------------ the contract
-
-    def feed(self, data: bytes) -> list[Item]:
-        out: list[Item] = []
-        if data:
-            self._buf += data
-            self._run(out, final=False)
-            self._compact()
-        return out
-
-    def gap(self, size: int) -> list[Item]:
-        out: list[Item] = []
-        self._run(out, final=False)
-        hole_at = self._base + len(self._buf)
-        detail = f"{size} bytes missing from the stream at offset {hole_at}"
+    def _at_end(self, out: list[Item]) -> None:
+        # _run leaves a partial message (or the damage) for this: only here
+        # is it known that no more bytes will come.
         if self._damage is not None:
-            start, kind, first = self._damage
-            self._damage = (start, kind, f"{first}; then {detail}")
-        else:
-            # The message cut by the hole is lost with it.
-            self._damage = (self._base + self._pos, "gap", detail)
-        self._base = hole_at + size
-        self._buf = bytearray()
-        self._pos = 0
-        return out
-
-    def finish(self) -> list[Item]:
-        out: list[Item] = []
-        self._run(out, final=True)
-        end = self._base + len(self._buf)
-        if self._damage is not None:
-            self._close_damage(end, out)
+            self._close_damage(len(self._buf), out)
         elif self._pos < len(self._buf):
             at = self._base + self._pos
             left = len(self._buf) - self._pos
@@ -108,18 +74,6 @@ class RcpStream(StreamDissector):
             else:
                 detail = f"stream ends inside a frame header ({left} of {HEADER_SIZE} bytes)"
             out.append(Problem(at, "truncated", detail, skipped=left))
-        self._base = end
-        self._buf = bytearray()
-        self._pos = 0
-        return out
-
-    # ------------------------------------------------------------ decoding
-
-    def _compact(self) -> None:
-        if self._pos:
-            del self._buf[: self._pos]
-            self._base += self._pos
-            self._pos = 0
 
     def _lines_possible(self) -> bool:
         # The server reads only frames: a client direction does not resync
@@ -150,15 +104,6 @@ class RcpStream(StreamDissector):
                 self._open_damage(p, "bad_magic", f"bad magic {head} (expected 52 43 50 58, RCPX)")
                 self._pos = p + 1
 
-    def _open_damage(self, pos: int, kind: str, detail: str) -> None:
-        self._damage = (self._base + pos, kind, detail)
-
-    def _close_damage(self, at: int, out: list[Item]) -> None:
-        assert self._damage is not None
-        start, kind, detail = self._damage
-        self._damage = None
-        out.append(Problem(start, kind, detail, skipped=at - start))
-
     def _resync(self, out: list[Item], final: bool) -> bool:
         """Skip to the next sure message start; False when more bytes are needed."""
         buf = self._buf
@@ -178,7 +123,7 @@ class RcpStream(StreamDissector):
                 self._pos = n if final else max(p, n - 3)
                 return False
             if line_at >= 0 and (frame_at < 0 or line_at < frame_at):
-                self._close_damage(self._base + line_at, out)
+                self._close_damage(line_at, out)
                 self._pos = line_at
                 return True
             found = valid_frame_at(buf, frame_at, n, self.max_payload)
@@ -186,7 +131,7 @@ class RcpStream(StreamDissector):
                 self._pos = frame_at  # a frame may start here: wait for the rest of it
                 return False
             if isinstance(found, Frame):
-                self._close_damage(self._base + frame_at, out)
+                self._close_damage(frame_at, out)
                 self._pos = frame_at
                 return True
             p = frame_at + 1
