@@ -1,23 +1,21 @@
 """Helpers for the Lumberjack tests: frame builders (written here, not taken
-from the code under test), fixture reading, decoding in any chunking, and
-the items as JSON lines."""
+from the code under test), decoding one direction, and a frame stream read
+by the tests' own reading of the layout.  What every protocol's tests use
+is in tests/protocols/dissector_kit.py."""
 
 from __future__ import annotations
 
-import json
-import random
 import struct
 import zlib
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
-from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage
+from ripple_cli.protocols.base import DissectOptions, Item
 from ripple_cli.protocols.lumberjack import LumberjackDissector
 from ripple_cli.protocols.lumberjack.stream import LumberjackStream
+from tests.conftest import GOLDEN as GOLDEN_ROOT
+from tests.protocols.dissector_kit import feed_all, messages
 
-ROOT = Path(__file__).resolve().parents[3]
-GOLDEN = ROOT / "tests" / "golden" / "protocols" / "lumberjack"
+GOLDEN = GOLDEN_ROOT / "protocols" / "lumberjack"
 DISSECTOR = LumberjackDissector()
 
 
@@ -48,69 +46,14 @@ def C(payload: bytes, v: bytes = b"2") -> bytes:
     return v + b"C" + u32(len(payload)) + payload
 
 
-def read_hex(path: Path) -> bytes:
-    """A fixture: hex digits, blanks and `#` comment lines."""
-    lines = [ln.split("#", 1)[0] for ln in path.read_text().splitlines()]
-    return bytes.fromhex("".join("".join(lines).split()))
-
-
-def bytewise(data: bytes) -> list[bytes]:
-    return [data[i : i + 1] for i in range(len(data))]
-
-
-def split(data: bytes, rng: random.Random, most: int) -> list[bytes]:
-    out, at = [], 0
-    while at < len(data):
-        n = rng.randint(1, most)
-        out.append(data[at : at + n])
-        at += n
-    return out
-
-
 def decode(
     data: bytes,
     pieces: Iterable[bytes] | None = None,
     options: DissectOptions | None = None,
     from_client: bool | None = None,
 ) -> list[Item]:
-    stream = LumberjackStream(options or DissectOptions(), from_client)
-    out: list[Item] = []
-    for piece in pieces if pieces is not None else [data]:
-        out += stream.feed(piece)
-    out += stream.finish()
-    return out
-
-
-def messages(items: Iterable[Item]) -> list[ProtoMessage]:
-    return [i for i in items if isinstance(i, ProtoMessage)]
-
-
-def problems(items: Iterable[Item]) -> list[Problem]:
-    return [i for i in items if isinstance(i, Problem)]
-
-
-def kinds(items: Iterable[Item]) -> list[tuple[int, str]]:
-    return [(p.offset, p.kind) for p in problems(items)]
-
-
-def texts(items: Iterable[Item]) -> list[bytes]:
-    return [m.line for m in messages(items)]
-
-
-def item_json(item: Item) -> dict[str, object]:
-    if isinstance(item, ProtoMessage):
-        return item.to_json({"v": 1})
-    return {
-        "problem": item.kind,
-        "offset": item.offset,
-        "severity": str(item.severity),
-        "detail": item.detail,
-        "skipped": item.skipped,
-    }
-
-
-def jsonl(items: Iterable[Item]) -> bytes:
-    return b"".join(json.dumps(item_json(i), ensure_ascii=False).encode() + b"\n" for i in items)
+    """Every item of one direction, fed in `pieces` (default: all at once)."""
+    return feed_all(LumberjackStream(options or DissectOptions(), from_client), [data] if pieces is None else pieces)
 
 
 def events(items: Iterable[Item]) -> list[tuple[int, object]]:

@@ -9,29 +9,30 @@ Deterministic (derandomized, no database), like tests/property."""
 from __future__ import annotations
 
 import json
-import os
 import zlib
-from itertools import pairwise
+from collections.abc import Iterable
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from ljkit import DISSECTOR, GOLDEN, A, C, D, J, W, item_json, read_hex
+from ljkit import DISSECTOR, GOLDEN, A, C, D, J, W
 
 from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage
+from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, StreamDissector
 from ripple_cli.protocols.lumberjack.analysis import LumberjackAnalyzer
 from ripple_cli.protocols.lumberjack.stream import LumberjackStream
 from ripple_cli.sexp.parse import parse_one
-
-SETTINGS = settings(
-    max_examples=100 * int(os.environ.get("RIPPLE_HYPOTHESIS_SCALE", "1")),
-    derandomize=True,
-    deadline=None,
-    database=None,
-    print_blob=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+from tests.protocols.dissector_kit import (
+    assert_encodes_back,
+    cut,
+    feed_all,
+    item_json,
+    prop,
+    read_hex,
+    with_holes,
 )
+
+SETTINGS = prop(100)
 MAX_PAYLOAD = 300  # small, so that the bounds are reached often
 MAX_INFLATE = 2000
 OPTIONS = DissectOptions(max_payload=MAX_PAYLOAD, max_inflate=MAX_INFLATE)
@@ -80,27 +81,21 @@ def frames(draw: st.DrawFn) -> bytes:
     return draw(plain_frames())
 
 
-def _feed(stream: LumberjackStream, pieces: list[bytes | int]) -> list[Item]:
-    out: list[Item] = []
-    for piece in pieces:
-        if isinstance(piece, int):
-            out += stream.gap(piece)
-        else:
-            out += stream.feed(piece)
-            # What is held is one unfinished frame, never more.
-            assert stream.buffered <= BOUND
-    return out + stream.finish()
+def _bounded(stream: StreamDissector) -> None:
+    # What is held is one unfinished frame, never more.
+    assert isinstance(stream, LumberjackStream) and stream.buffered <= BOUND
 
 
-def _check(items: list[Item]) -> None:
+def _feed(stream: LumberjackStream, pieces: Iterable[bytes | int]) -> list[Item]:
+    return feed_all(stream, pieces, _bounded)
+
+
+def _check(items: list[Item], stream: bytes) -> None:
+    assert_encodes_back(DISSECTOR, items, stream)
     for item in items:
         assert isinstance(item, ProtoMessage | Problem)
         json.dumps(item_json(item), allow_nan=False).encode("utf-8")
         if isinstance(item, ProtoMessage):
-            encoded = DISSECTOR.encode(parse_one(item.line))
-            assert DISSECTOR.encode(parse_one(item.hum)) == encoded
-            if "in_compressed" not in item.fields:
-                assert len(encoded) == item.size
             if item.type == "Compressed" and item.fields["inflated_size"] is not None:
                 assert item.fields["inflated_size"] <= MAX_INFLATE
         else:
@@ -113,17 +108,12 @@ def _check(items: list[Item]) -> None:
     analyzer.close()
 
 
-def _chunks(data: bytes, cuts: list[int]) -> list[bytes | int]:
-    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in pairwise(points)]
-
-
 @SETTINGS
 @given(st.binary(max_size=600), st.lists(st.integers(0, 10_000), max_size=8), directions)
 def test_arbitrary_bytes(data: bytes, cuts: list[int], side: bool | None) -> None:
     whole = _feed(LumberjackStream(OPTIONS, side), [data])
-    _check(whole)
-    assert _feed(LumberjackStream(OPTIONS, side), _chunks(data, cuts)) == whole
+    _check(whole, data)
+    assert _feed(LumberjackStream(OPTIONS, side), cut(data, cuts)) == whole
 
 
 @st.composite
@@ -147,8 +137,8 @@ def mutated(draw: st.DrawFn) -> bytes:
 @given(mutated(), st.lists(st.integers(0, 10_000), max_size=8), directions)
 def test_mutated_streams(data: bytes, cuts: list[int], side: bool | None) -> None:
     whole = _feed(LumberjackStream(OPTIONS, side), [data])
-    _check(whole)
-    assert _feed(LumberjackStream(OPTIONS, side), _chunks(data, cuts)) == whole
+    _check(whole, data)
+    assert _feed(LumberjackStream(OPTIONS, side), cut(data, cuts)) == whole
 
 
 @SETTINGS
@@ -161,7 +151,8 @@ def test_holes(data: bytes, holes: list[tuple[int, int]], side: bool | None) -> 
         pieces += [data[at:where], size]
         at = min(len(data), where + size)
     pieces.append(data[at:])
-    _check(_feed(LumberjackStream(OPTIONS, side), [p for p in pieces if p != b""]))
+    pieces = [p for p in pieces if p != b""]
+    _check(_feed(LumberjackStream(OPTIONS, side), pieces), with_holes(pieces))
 
 
 @SETTINGS
@@ -183,5 +174,5 @@ def test_bombs_never_exceed_the_bound(depth: int, level: int) -> None:
         frame = C(zlib.compress(frame * 3, level))
     # Frames may be long here; what they inflate to may not.
     items = _feed(LumberjackStream(DissectOptions(max_payload=1 << 20, max_inflate=MAX_INFLATE), True), [frame])
-    _check(items)
+    _check(items, frame)
     assert "inflate_limit" in [p.kind for p in items if isinstance(p, Problem)]

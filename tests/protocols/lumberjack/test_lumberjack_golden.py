@@ -6,15 +6,23 @@ RIPPLE_UPDATE_GOLDEN=1 rewrites the expected .sexp and .jsonl files."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
-from ljkit import DISSECTOR, GOLDEN, bytewise, decode, expanded, jsonl, messages, problems, read_hex, split, texts
+from ljkit import DISSECTOR, GOLDEN, decode, expanded
 
 from ripple_cli.protocols.base import ProtoMessage
-from ripple_cli.sexp.parse import parse_many, parse_one
+from ripple_cli.sexp.parse import parse_many
 from tests.conftest import golden
+from tests.protocols.dissector_kit import (
+    assert_encodes_back,
+    chunkings,
+    jsonl,
+    messages,
+    problems,
+    read_hex,
+    sexp_lines,
+)
 
 FIXTURES = sorted(GOLDEN.glob("*.hex"))
 DAMAGED = {"damaged"}  # fixtures with bytes that are no frame
@@ -37,7 +45,7 @@ def test_there_are_fixtures() -> None:
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_text_and_json_are_the_golden_ones(path: Path) -> None:
     items = decode(read_hex(path))
-    golden(f"protocols/lumberjack/{path.stem}.sexp", b"".join(line + b"\n" for line in texts(items)))
+    golden(f"protocols/lumberjack/{path.stem}.sexp", sexp_lines(items))
     golden(f"protocols/lumberjack/{path.stem}.jsonl", jsonl(items))
 
 
@@ -48,16 +56,15 @@ def test_each_text_encodes_to_its_bytes(path: Path) -> None:
     nested ones after the C frame holding them."""
     data = read_hex(path)
     items = decode(data)
+    assert_encodes_back(DISSECTOR, items, data)
     rebuilt = b""
     inner: dict[int, list[bytes]] = {}
     for msg in messages(items):
-        encoded = DISSECTOR.encode(parse_one(msg.line))
-        assert DISSECTOR.encode(parse_one(msg.hum)) == encoded
+        encoded = DISSECTOR.encode(msg.text)
         if "in_compressed" in msg.fields:
             assert msg.size == 0 and msg.offset == msg.fields["in_compressed"]
             inner.setdefault(msg.offset, []).append(encoded)
         else:
-            assert encoded == data[msg.offset : msg.offset + msg.size]
             rebuilt += encoded
     if path.stem not in DAMAGED:
         assert rebuilt == data
@@ -70,11 +77,9 @@ def test_each_text_encodes_to_its_bytes(path: Path) -> None:
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_every_chunking_decodes_the_same(path: Path) -> None:
     data = read_hex(path)
-    whole = jsonl(decode(data))
-    assert jsonl(decode(data, pieces=bytewise(data))) == whole
-    rng = random.Random(path.stem)
-    for _ in range(20):
-        assert jsonl(decode(data, pieces=split(data, rng, rng.choice((3, 17, 200))))) == whole
+    whole = decode(data)
+    for chunks in chunkings(data, seed=path.stem):
+        assert decode(data, pieces=chunks) == whole
 
 
 def test_golden_text_reads_back_whole() -> None:

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ljkit import DISSECTOR, decode, events, messages, problems, split
+from ljkit import DISSECTOR, decode, events
 from peerkit import HOSTNAME, Reader, js_strings, require_peers, self_signed, send
 
 from ripple_cli.protocols.base import DissectOptions, ProtoMessage
 from ripple_cli.protocols.lumberjack.analysis import LumberjackAnalyzer
 from ripple_cli.protocols.lumberjack.stream import LumberjackStream
 from ripple_cli.sexp.parse import parse_one
+from tests.protocols.dissector_kit import messages, problems, split
 
 QUEUED: list[dict[str, Any]] = [
     {"message": "hello one", "@timestamp": "2026-11-22T05:00:00.000Z"},

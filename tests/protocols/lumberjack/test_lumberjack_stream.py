@@ -8,13 +8,14 @@ import tracemalloc
 import zlib
 
 import pytest
-from ljkit import DISSECTOR, GOLDEN, A, C, D, J, W, bytewise, decode, events, kinds, messages, problems, read_hex, u32
+from ljkit import DISSECTOR, GOLDEN, A, C, D, J, W, decode, events, u32
 
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import DEFAULT_MAX_INFLATE, Detection, DissectOptions, EncodeError, ProtoMessage
 from ripple_cli.protocols.lumberjack import detect
 from ripple_cli.protocols.lumberjack.stream import MAX_INNER_FRAMES, MAX_NESTING, LumberjackStream
 from ripple_cli.sexp.parse import parse_one
+from tests.protocols.dissector_kit import bytewise, kinds, messages, problems, read_hex
 
 # ---------------------------------------------------------------- frames arriving in pieces
 

@@ -1,4 +1,5 @@
-"""Helpers for the rstmdb RCP tests: fixtures, decoding in chunks, items as JSON.
+"""Helpers for the rstmdb RCP tests: message builders, decoding one direction.
+What every protocol's tests use is in tests/protocols/dissector_kit.py.
 
 Frames are built here with struct and the crc32c package, not with the
 code under test, so that a mistake in ripple's writer cannot hide one in
@@ -7,20 +8,18 @@ its reader."""
 from __future__ import annotations
 
 import json
-import random
 import struct
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import crc32c
 
-from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage
+from ripple_cli.protocols.base import DissectOptions, Item
 from ripple_cli.protocols.rcp import RcpDissector
+from tests.conftest import GOLDEN as GOLDEN_ROOT
+from tests.protocols.dissector_kit import feed_all
 
-ROOT = Path(__file__).resolve().parents[3]
-GOLDEN = ROOT / "tests" / "golden" / "protocols" / "rcp"
+GOLDEN = GOLDEN_ROOT / "protocols" / "rcp"
 DISSECTOR = RcpDissector()
 
 
@@ -74,12 +73,6 @@ def event(sub: str, instance: str, frm: str, to: str, ev: str, wal: int = 1) -> 
     )
 
 
-def read_hex(path: Path) -> bytes:
-    """A .hex fixture: hex digits, spaces and newlines ignored, `#` comments."""
-    digits = "".join(line.split("#", 1)[0] for line in path.read_text().splitlines())
-    return bytes.fromhex("".join(digits.split()))
-
-
 def decode(
     data: bytes,
     from_client: bool | None = None,
@@ -87,52 +80,5 @@ def decode(
     max_payload: int = 16 << 20,
 ) -> list[Item]:
     """Every item of one direction, fed in `pieces` (default: all at once)."""
-    s = DISSECTOR.stream(DissectOptions(max_payload=max_payload), from_client)
-    out: list[Item] = []
-    for piece in pieces if pieces is not None else [data]:
-        out += s.feed(piece)
-    out += s.finish()
-    return out
-
-
-def split(data: bytes, rng: random.Random, max_piece: int = 64) -> list[bytes]:
-    out = []
-    at = 0
-    while at < len(data):
-        n = rng.randint(1, max_piece)
-        out.append(data[at : at + n])
-        at += n
-    return out
-
-
-def bytewise(data: bytes) -> list[bytes]:
-    return [data[i : i + 1] for i in range(len(data))]
-
-
-def item_json(item: Item) -> dict[str, Any]:
-    if isinstance(item, ProtoMessage):
-        return item.to_json({})
-    return {
-        "problem": item.kind,
-        "offset": item.offset,
-        "severity": str(item.severity),
-        "detail": item.detail,
-        "skipped": item.skipped,
-    }
-
-
-def jsonl(items: Sequence[Item]) -> bytes:
-    return b"".join(json.dumps(item_json(i), ensure_ascii=False).encode() + b"\n" for i in items)
-
-
-def messages(items: Sequence[Item]) -> list[ProtoMessage]:
-    return [i for i in items if isinstance(i, ProtoMessage)]
-
-
-def problems(items: Sequence[Item]) -> list[tuple[int, str]]:
-    """(offset, kind) of each problem, in order."""
-    return [(i.offset, i.kind) for i in items if isinstance(i, Problem)]
-
-
-def texts(items: Sequence[Item]) -> list[bytes]:
-    return [m.line for m in messages(items)]
+    stream = DISSECTOR.stream(DissectOptions(max_payload=max_payload), from_client)
+    return feed_all(stream, [data] if pieces is None else pieces)

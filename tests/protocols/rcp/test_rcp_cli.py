@@ -8,19 +8,17 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rcpkit import GOLDEN, ROOT, error, frame, ok, read_hex, request
+from rcpkit import GOLDEN, error, frame, ok, request
 from rcppeer import RcpServer, Served, binary_session, jsonl_session
 
+from tests.capture.livecap import DEMO, capture_conversation, closed, require_tcpdump, tcpdump
 from tests.conftest import run_cli
-
-sys.path[:0] = [str(ROOT / "tests" / "capture"), str(ROOT / "tests" / "tap")]
-from livecap import DEMO, capture_conversation, closed, require_tcpdump, tcpdump  # noqa: E402
-from tapkit import run_tap, wait_for  # noqa: E402
+from tests.protocols.dissector_kit import read_hex
+from tests.tap.tapkit import run_tap, wait_for
 
 
 def payload_of(raw: bytes) -> bytes:

@@ -9,7 +9,9 @@ import shutil
 import subprocess
 
 import pytest
-from rcpkit import DISSECTOR, ROOT
+from rcpkit import DISSECTOR
+
+from tests.conftest import ROOT
 
 PAGE = ROOT / "man" / "ripple-rcp.7"
 

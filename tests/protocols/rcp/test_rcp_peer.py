@@ -10,7 +10,7 @@ import json
 import random
 
 import pytest
-from rcpkit import DISSECTOR, split
+from rcpkit import DISSECTOR
 from rcppeer import BinaryResults, RcpServer, Served, binary_session, jsonl_session
 
 from ripple_cli.codec.problems import Problem
@@ -18,6 +18,7 @@ from ripple_cli.protocols.base import DissectOptions, ProtoMessage
 from ripple_cli.protocols.rcp.analysis import RcpAnalyzer
 from ripple_cli.protocols.rcp.stream import RcpStream
 from ripple_cli.sexp.parse import parse_one
+from tests.protocols.dissector_kit import split
 
 
 def payload_of(raw: bytes) -> bytes:

@@ -5,12 +5,13 @@ exact items."""
 from __future__ import annotations
 
 import pytest
-from rcpkit import DISSECTOR, bytewise, decode, error, event, frame, j, messages, ok, problems, request
+from rcpkit import DISSECTOR, decode, error, event, frame, j, ok, request
 
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import Detection, DissectOptions, EncodeError, ProtoMessage
 from ripple_cli.protocols.rcp.stream import RcpStream
 from ripple_cli.sexp.parse import parse_one
+from tests.protocols.dissector_kit import bytewise, kinds, messages
 
 HELLO_JSONL = ok(
     "1", {"protocol_version": 1, "wire_mode": "jsonl", "server_name": "s", "server_version": "1", "features": []}
@@ -22,7 +23,7 @@ PONG = ok("2", {"pong": True})
 PING = request("2", "PING")
 
 
-def kinds(items: list[ProtoMessage | Problem]) -> list[tuple[int, str, str | None]]:
+def msg_kinds(items: list[ProtoMessage | Problem]) -> list[tuple[int, str, str | None]]:
     """(offset, type, kind) of each message."""
     return [(m.offset, m.type, m.fields["kind"]) for m in messages(items)]
 
@@ -38,12 +39,12 @@ def test_server_switches_after_a_hello_response_frame_that_negotiated_jsonl() ->
     hello = frame(HELLO_JSONL)
     data = hello + PONG + b"\n" + event("s1", "i", "a", "b", "go") + b"\n"
     items = decode(data, from_client=False)
-    assert kinds(items) == [
+    assert msg_kinds(items) == [
         (0, "Response", "response"),
         (len(hello), "JsonLine", "response"),
         (len(hello) + len(PONG) + 1, "JsonLine", "event"),
     ]
-    assert problems(items) == []
+    assert kinds(items) == []
     assert messages(items)[1].line == (
         b'(rcp(JsonLine((json"{\\"type\\":\\"response\\",\\"id\\":\\"2\\",'
         b'\\"status\\":\\"ok\\",\\"result\\":{\\"pong\\":true}}"))))'
@@ -53,8 +54,8 @@ def test_server_switches_after_a_hello_response_frame_that_negotiated_jsonl() ->
 def test_server_whose_hello_response_is_itself_a_line_as_the_real_server_writes_it() -> None:
     data = HELLO_JSONL + b"\n" + PONG + b"\n"
     items = decode(data, from_client=False)
-    assert kinds(items) == [(0, "JsonLine", "response"), (len(HELLO_JSONL) + 1, "JsonLine", "response")]
-    assert problems(items) == []
+    assert msg_kinds(items) == [(0, "JsonLine", "response"), (len(HELLO_JSONL) + 1, "JsonLine", "response")]
+    assert kinds(items) == []
 
 
 def test_lines_without_negotiation_are_reported_once_per_direction() -> None:
@@ -67,22 +68,22 @@ def test_lines_without_negotiation_are_reported_once_per_direction() -> None:
     assert [m.type for m in messages(items)] == ["JsonLine", "Request", "JsonLine"]
     assert severities(items) == [(0, "unexpected_jsonl", "error")]
     # A raw stream has no direction: decided by content, nothing to report.
-    assert problems(decode(PONG + b"\n", from_client=None)) == []
+    assert kinds(decode(PONG + b"\n", from_client=None)) == []
 
 
 def test_a_frame_after_the_switch_is_decoded_and_reported() -> None:
     data = HELLO_JSONL + b"\n" + frame(PONG)
     items = decode(data, from_client=False)
-    assert kinds(items) == [(0, "JsonLine", "response"), (len(HELLO_JSONL) + 1, "Response", "response")]
+    assert msg_kinds(items) == [(0, "JsonLine", "response"), (len(HELLO_JSONL) + 1, "Response", "response")]
     assert severities(items) == [(len(HELLO_JSONL) + 1, "unexpected_frame", "warning")]
 
 
 def test_binary_json_negotiated_keeps_frames_and_a_brace_still_starts_a_line() -> None:
     data = frame(HELLO_BINARY) + frame(PONG)
-    assert problems(decode(data, from_client=False)) == []
+    assert kinds(decode(data, from_client=False)) == []
     # A client direction does not switch on a response (which the analyzer
     # reports as in the wrong direction): its frames stay frames.
-    assert problems(decode(frame(HELLO_JSONL) + frame(PONG), from_client=True)) == []
+    assert kinds(decode(frame(HELLO_JSONL) + frame(PONG), from_client=True)) == []
 
 
 def test_jsonl_lines_in_one_byte_pieces() -> None:
@@ -91,7 +92,7 @@ def test_jsonl_lines_in_one_byte_pieces() -> None:
     assert decode(data, from_client=False, pieces=bytewise(data)) == whole
     # An empty line is a line that is not JSON; a CR stays in the line's text.
     assert [m.fields["payload_len"] for m in messages(whole)] == [len(HELLO_JSONL), len(PONG), 0, len(PONG) + 1]
-    assert problems(whole) == [(len(frame(HELLO_JSONL)) + len(PONG) + 1, "bad_json")]
+    assert kinds(whole) == [(len(frame(HELLO_JSONL)) + len(PONG) + 1, "bad_json")]
     assert DISSECTOR.encode(parse_one(messages(whole)[3].line)) == PONG + b"\r\n"
 
 
@@ -103,29 +104,32 @@ def test_garbage_is_skipped_to_the_next_frame_with_its_size() -> None:
     data = b"\x00\x01RCPX\x00\x02junk" + good
     items = decode(data, from_client=True)
     assert [(i.offset, i.kind, i.skipped) for i in items if isinstance(i, Problem)] == [(0, "bad_magic", 12)]
-    assert kinds(items) == [(12, "Request", "request")]
+    assert msg_kinds(items) == [(12, "Request", "request")]
 
 
 def test_resync_needs_a_frame_with_a_matching_crc() -> None:
     # At a boundary a CRC mismatch is decoded; while skipping garbage, it is not a start.
     bad = frame(request("3", "PING"), crc=1)
     good = frame(PING)
-    assert problems(decode(bad + good, from_client=True)) == [(0, "crc_mismatch")]
+    assert kinds(decode(bad + good, from_client=True)) == [(0, "crc_mismatch")]
     items = decode(b"zz" + bad + good, from_client=True)
     assert [(i.offset, i.kind, i.skipped) for i in items if isinstance(i, Problem)] == [(0, "bad_magic", 2 + len(bad))]
-    assert kinds(items) == [(2 + len(bad), "Request", "request")]
+    assert msg_kinds(items) == [(2 + len(bad), "Request", "request")]
 
 
 def test_a_client_direction_does_not_resync_on_lines_a_server_direction_does() -> None:
     garbage = b'..."tail of a line"}\n'
     line = PONG + b"\n"
     client = decode(garbage + line + frame(PING), from_client=True)
-    assert kinds(client) == [(len(garbage) + len(line), "Request", "request")]
+    assert msg_kinds(client) == [(len(garbage) + len(line), "Request", "request")]
     assert [(i.offset, i.kind, i.skipped) for i in client if isinstance(i, Problem)] == [
         (0, "bad_magic", len(garbage) + len(line))
     ]
     server = decode(garbage + line + line, from_client=False)
-    assert kinds(server) == [(len(garbage), "JsonLine", "response"), (len(garbage) + len(line), "JsonLine", "response")]
+    assert msg_kinds(server) == [
+        (len(garbage), "JsonLine", "response"),
+        (len(garbage) + len(line), "JsonLine", "response"),
+    ]
     assert [(i.offset, i.kind, i.skipped) for i in server if isinstance(i, Problem)] == [
         (0, "bad_magic", len(garbage)),
         (len(garbage), "unexpected_jsonl", 0),
@@ -136,7 +140,7 @@ def test_a_hole_in_a_frame_resyncs_on_the_next_frame() -> None:
     a, b, c = frame(request("1", "PING")), frame(request("2", "INFO")), frame(request("3", "BYE"))
     s = RcpStream(DissectOptions(), True)
     items = s.feed(a + b[:10]) + s.gap(20) + s.feed(b[30:] + c) + s.finish()
-    assert kinds(items) == [(0, "Request", "request"), (len(a) + len(b), "Request", "request")]
+    assert msg_kinds(items) == [(0, "Request", "request"), (len(a) + len(b), "Request", "request")]
     gaps = [i for i in items if isinstance(i, Problem)]
     assert [(p.offset, p.kind, p.skipped) for p in gaps] == [(len(a), "gap", len(b))]
     assert gaps[0].detail == f"20 bytes missing from the stream at offset {len(a) + 10}"
@@ -147,7 +151,7 @@ def test_a_hole_in_a_line_resyncs_on_the_next_line() -> None:
     s = RcpStream(DissectOptions(), False)
     items = s.feed(HELLO_JSONL + b"\n" + line[:5]) + s.gap(7) + s.feed(line[12:] + line) + s.finish()
     start = len(HELLO_JSONL) + 1
-    assert kinds(items) == [(0, "JsonLine", "response"), (start + len(line), "JsonLine", "response")]
+    assert msg_kinds(items) == [(0, "JsonLine", "response"), (start + len(line), "JsonLine", "response")]
     assert [(i.offset, i.kind, i.skipped) for i in items if isinstance(i, Problem)] == [(start, "gap", len(line))]
 
 
@@ -160,7 +164,7 @@ def test_truncated_frame_and_line_at_the_end() -> None:
     assert [(i.offset, i.kind, i.skipped) for i in items if isinstance(i, Problem)] == [
         (len(HELLO_JSONL) + 1, "truncated", 9)
     ]
-    assert problems(decode(b"RC")) == [(0, "truncated")]
+    assert kinds(decode(b"RC")) == [(0, "truncated")]
 
 
 # ---------------------------------------------------------------- bounds
@@ -176,7 +180,7 @@ def test_an_oversize_frame_is_skipped_without_buffering_it() -> None:
         assert s.buffered <= 18 + 3
     items += s.feed(frame(PING)) + s.finish()
     assert [(i.offset, i.kind, i.skipped) for i in items if isinstance(i, Problem)] == [(0, "oversize", len(big))]
-    assert kinds(items) == [(len(big), "Request", "request")]
+    assert msg_kinds(items) == [(len(big), "Request", "request")]
 
 
 def test_an_oversize_line_is_skipped_to_the_next_line() -> None:
@@ -260,10 +264,9 @@ def test_payload_problems(payload: bytes, kind: str, detail: str | None) -> None
 
 
 def test_the_deep_nesting_walk_is_exact_at_the_limit() -> None:
-    assert problems(decode(frame(b"[" * 128 + b"]" * 128))) == [(0, "unknown_message")]
+    assert kinds(decode(frame(b"[" * 128 + b"]" * 128))) == [(0, "unknown_message")]
     assert (
-        problems(decode(frame(b'{"type":"request","id":"1","op":"PING","params":' + b"[" * 127 + b"]" * 127 + b"}")))
-        == []
+        kinds(decode(frame(b'{"type":"request","id":"1","op":"PING","params":' + b"[" * 127 + b"]" * 127 + b"}"))) == []
     )
 
 
@@ -358,7 +361,7 @@ def test_error_response_text() -> None:
     items = decode(frame(error("4", "NOT_FOUND", "nope")))
     assert messages(items)[0].summary == "id=4 error NOT_FOUND: nope"
     assert messages(items)[0].fields["error_code"] == "NOT_FOUND"
-    assert problems(items) == []  # error responses are the analyzer's business
+    assert kinds(items) == []  # error responses are the analyzer's business
 
 
 def test_a_larger_max_payload_decodes_above_rcps_limit_and_says_so() -> None:
