@@ -4,21 +4,21 @@ independently of the package under test: `int32 type, int32 length`
 big-endian, Java DataOutput fields, `writeUTF` strings (u16 length +
 modified UTF-8, encoded here by its own small writer), UUIDs as two int64s.
 
-Also the fixture streams (a raw file holds one transcript; where both
-sides matter, the client's and the server's commands in conversation
-order) and the helpers to decode them in any chunking.
+Also the helpers to decode them (the fixture streams are in
+pv_fixtures.py; what every protocol's tests use is in
+tests/protocols/dissector_kit.py).
 """
 
 from __future__ import annotations
 
-import random
 import struct
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage
+from ripple_cli.protocols.base import DissectOptions, Item
 from ripple_cli.protocols.pravega import PravegaDissector
+from tests.protocols.dissector_kit import feed_all, messages, texts
 
 DISSECTOR = PravegaDissector()
 NEW_WRITER = -(1 << 63)
@@ -206,23 +206,11 @@ def conditional_block_end(writer: uuid.UUID, number: int, expected: int, data: b
 def decode(
     chunks: Iterable[bytes], options: DissectOptions | None = None, from_client: bool | None = None
 ) -> list[Item]:
-    s = DISSECTOR.stream(options or DissectOptions(), from_client)
-    out: list[Item] = []
-    for c in chunks:
-        out += s.feed(c)
-    return out + s.finish()
-
-
-def messages(items: list[Item]) -> list[ProtoMessage]:
-    return [i for i in items if isinstance(i, ProtoMessage)]
-
-
-def problems(items: list[Item]) -> list[Problem]:
-    return [i for i in items if isinstance(i, Problem)]
+    return feed_all(DISSECTOR.stream(options or DissectOptions(), from_client), chunks)
 
 
 def lines(data: bytes) -> list[bytes]:
-    return [m.line for m in messages(decode([data]))]
+    return texts(decode([data]))
 
 
 def analyze(data: bytes) -> list[Problem]:
@@ -233,12 +221,3 @@ def analyze(data: bytes) -> list[Problem]:
     for m in messages(decode([data])):
         out += analyzer.observe(None, m)
     return out + analyzer.close()
-
-
-def chunkings(data: bytes, seed: int) -> Iterator[list[bytes]]:
-    """One byte at a time, then a few random splits."""
-    yield [data[i : i + 1] for i in range(len(data))]
-    rng = random.Random(seed)
-    for _ in range(4):
-        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, 12)))) if len(data) > 1 else []
-        yield [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]

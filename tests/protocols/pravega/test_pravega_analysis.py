@@ -20,7 +20,6 @@ from pv_bytes import (
     data_appended,
     event,
     hello,
-    messages,
     no_such_segment,
     setup_append,
     wrong_host,
@@ -29,6 +28,7 @@ from pv_fixtures import CLEAN, E1, E2, JAVA_BATCHING, PRAVEGA_STEPS, S12, VIOLAT
 
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import ConnectionAnalyzer, DissectOptions
+from tests.protocols.dissector_kit import messages
 
 A, B = str(W1), str(W2)
 

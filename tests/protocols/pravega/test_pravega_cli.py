@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from pv_bytes import W1, data_appended, decode, lines, messages
+from pv_bytes import W1, data_appended, decode, lines
 from pv_fixtures import (
     CLEAN,
     GOLDEN,
@@ -26,6 +26,7 @@ from pv_fixtures import (
 from tests.capture.livecap import closed, listener, require_tcpdump, tcpdump
 from tests.conftest import EXAMPLES, golden, run_cli
 from tests.conftest import GOLDEN as GOLDEN_DIR
+from tests.protocols.dissector_kit import messages
 from tests.tap.tapkit import run_tap, wait_for
 
 DIR = "protocols/pravega"

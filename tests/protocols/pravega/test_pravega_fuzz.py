@@ -12,37 +12,21 @@
 
 from __future__ import annotations
 
-import itertools
-import os
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pv_bytes as b
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from pv_bytes import DISSECTOR, decode, messages, problems
+from pv_bytes import DISSECTOR, decode
 from pv_fixtures import GOLDEN
 
-from ripple_cli.protocols.base import Detection, DissectOptions, EncodeError, Item, ProtoMessage
+from ripple_cli.codec.problems import Problem
+from ripple_cli.protocols.base import Detection, DissectOptions, EncodeError, Item, ProtoMessage, StreamDissector
 from ripple_cli.protocols.pravega.stream import PravegaStream
 from ripple_cli.sexp.tree import Sexp
-
-SCALE = int(os.environ.get("RIPPLE_HYPOTHESIS_SCALE", "1"))
-
-
-def prop(n: int) -> settings:
-    """The property suite's profile (tests/property/conftest.py: derandomized,
-    no database, no deadline) with n examples, times RIPPLE_HYPOTHESIS_SCALE."""
-    return settings(
-        derandomize=True,
-        deadline=None,
-        database=None,
-        print_blob=False,
-        max_examples=n * SCALE,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-
+from tests.protocols.dissector_kit import assert_encodes_back, cut, feed_all, messages, problems, prop, with_holes
 
 MAX = 512  # a small --max-payload, so that the bound is exercised
 OPTIONS = DissectOptions(max_payload=MAX)
@@ -51,37 +35,19 @@ OPTIONS = DissectOptions(max_payload=MAX)
 def pieces_of(data: bytes, cuts: list[int], holes: list[int]) -> list[bytes | int]:
     """`data` cut at `cuts`; an int in the result is a hole of that many
     bytes (which replaces the bytes at that place)."""
-    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    out: list[bytes | int] = []
-    for k, (x, y) in enumerate(itertools.pairwise(points)):
-        if k < len(holes) and holes[k] and y > x:
-            out.append(y - x)
-        else:
-            out.append(data[x:y])
-    return out
+    return [len(piece) if k < len(holes) and holes[k] else piece for k, piece in enumerate(cut(data, cuts))]
 
 
 def run(pieces: list[bytes | int], options: DissectOptions = OPTIONS) -> tuple[list[Item], bytes]:
     """Decode, checking the bounds after every call; also the stream as the
     decoder's offsets count it (holes as zero bytes)."""
-    s = PravegaStream(options, None)
-    out: list[Item] = []
-    seen = bytearray()
-    for p in pieces:
-        if isinstance(p, int):
-            out += s.gap(p)
-            seen += bytes(p)
-        else:
-            out += s.feed(p)
-            seen += p
-        assert s.buffered < 16 + options.max_payload
-        assert s.held <= 2 * options.max_payload
-    return out + s.finish(), bytes(seen)
 
+    def bounded(stream: StreamDissector) -> None:
+        assert isinstance(stream, PravegaStream)
+        assert stream.buffered < 16 + options.max_payload
+        assert stream.held <= 2 * options.max_payload
 
-def check_encodes_back(items: list[Item], stream: bytes) -> None:
-    for m in messages(items):
-        assert DISSECTOR.encode(m.text) == stream[m.offset : m.offset + m.size], m.line
+    return feed_all(PravegaStream(options, None), pieces, bounded), with_holes(pieces)
 
 
 @given(st.binary(max_size=2000), st.lists(st.integers(0, 4000), max_size=8))
@@ -90,7 +56,7 @@ def test_any_bytes_any_chunking(data: bytes, cuts: list[int]) -> None:
     whole, _ = run([data])
     chunked, _ = run(pieces_of(data, cuts, []))
     assert chunked == whole
-    check_encodes_back(whole, data)
+    assert_encodes_back(DISSECTOR, whole, data)
 
 
 def mutate(data: bytes, edits: list[tuple[int, int, int]]) -> bytes:
@@ -124,8 +90,8 @@ def test_mutated_streams_with_holes(
     data = mutate(GOLDEN[name], edit)
     pieces = pieces_of(data, cuts, [int(h) for h in holes])
     items, stream = run(pieces)
-    assert all(isinstance(i, (ProtoMessage, b.Problem)) for i in items)
-    check_encodes_back(items, stream)
+    assert all(isinstance(i, (ProtoMessage, Problem)) for i in items)
+    assert_encodes_back(DISSECTOR, items, stream)
     # The same pieces, each byte piece fed a byte at a time.
     finer: list[bytes | int] = []
     for p in pieces:

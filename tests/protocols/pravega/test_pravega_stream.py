@@ -18,9 +18,7 @@ from pv_bytes import (
     hello,
     keep_alive,
     lines,
-    messages,
     partial_event,
-    problems,
     segment_read,
     setup_append,
 )
@@ -29,6 +27,7 @@ from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import DissectOptions, EncodeError, ProtoMessage
 from ripple_cli.protocols.pravega.stream import PravegaStream
 from ripple_cli.sexp.parse import parse_one
+from tests.protocols.dissector_kit import feed_all, messages, problems
 
 KA = b"(pravega(KeepAlive()))"
 HELLO = b"(pravega(Hello((high_version 17)(low_version 5))))"
@@ -104,11 +103,7 @@ def test_truncated_header_and_body() -> None:
 
 def run(pieces: list[bytes | int], max_payload: int = 16 << 20) -> list[str]:
     """Bytes and holes (an int: that many bytes lost) through one decoder."""
-    s = PravegaStream(DissectOptions(max_payload=max_payload), None)
-    out: list[ProtoMessage | Problem] = []
-    for p in pieces:
-        out += s.gap(p) if isinstance(p, int) else s.feed(p)
-    return described(out + s.finish())
+    return described(feed_all(PravegaStream(DissectOptions(max_payload=max_payload), None), pieces))
 
 
 def test_a_hole_inside_a_command_loses_it_but_keeps_the_framing() -> None:

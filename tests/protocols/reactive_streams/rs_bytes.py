@@ -4,18 +4,18 @@ under test: a 1-byte type code, unsigned LEB128 for Ids, counts and Longs,
 LEB128-length-prefixed strings and bytes, a 1-byte version in the hellos.
 
 Also the fixtures: small streams (a raw file holds one transcript of both
-sides), each named for what it shows.
+sides), each named for what it shows; and decoding them (what every
+protocol's tests use is in tests/protocols/dissector_kit.py).
 """
 
 from __future__ import annotations
 
-import itertools
-import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage
+from ripple_cli.protocols.base import DissectOptions, Item
 from ripple_cli.protocols.reactive_streams import ReactiveStreamsDissector
+from tests.protocols.dissector_kit import feed_all, messages
 
 UNBOUNDED = (1 << 63) - 1  # Long.MAX_VALUE
 DISSECTOR = ReactiveStreamsDissector()
@@ -273,32 +273,8 @@ CLEAN_WARNINGS: dict[str, list[tuple[int, str]]] = {
 # ---------------------------------------------------------------- decoding
 
 
-def chunkings(data: bytes, seed: int = 0) -> Iterator[list[bytes]]:
-    """The whole, one byte at a time, and random splits."""
-    yield [data]
-    yield [data[i : i + 1] for i in range(len(data))]
-    rng = random.Random(seed)
-    for _ in range(3):
-        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, 12)))) if len(data) > 1 else []
-        bounds = [0, *cuts, len(data)]
-        yield [data[a:b] for a, b in itertools.pairwise(bounds)]
-
-
 def decode(chunks: Iterable[bytes], options: DissectOptions | None = None) -> list[Item]:
-    stream = DISSECTOR.stream(options or DissectOptions(), None)
-    items: list[Item] = []
-    for c in chunks:
-        items += stream.feed(c)
-    items += stream.finish()
-    return items
-
-
-def messages(items: list[Item]) -> list[ProtoMessage]:
-    return [i for i in items if isinstance(i, ProtoMessage)]
-
-
-def problems(items: list[Item]) -> list[Problem]:
-    return [i for i in items if isinstance(i, Problem)]
+    return feed_all(DISSECTOR.stream(options or DissectOptions(), None), chunks)
 
 
 def analyze(items: list[Item], sides: list[bool | None] | None = None) -> list[Problem]:

@@ -22,7 +22,6 @@ from rs_bytes import (
     on_next_packed,
     on_subscribe,
     part,
-    problems,
     request,
     server_hello,
     subscribe,
@@ -30,12 +29,9 @@ from rs_bytes import (
 
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.reactive_streams import PROBLEM_KINDS, WARNING_KINDS
+from tests.protocols.dissector_kit import kinds, problems
 
 C, S = True, False  # from_client
-
-
-def kinds(found: list[Problem]) -> list[tuple[int, str]]:
-    return [(p.offset, p.kind) for p in found]
 
 
 def conversation(*steps: tuple[bool, bytes]) -> list[Problem]:

@@ -23,7 +23,6 @@ from rs_bytes import (
     int32,
     last_part,
     lp,
-    messages,
     on_complete,
     on_next,
     on_next_packed,
@@ -37,6 +36,7 @@ from rs_bytes import (
 from ripple_cli.protocols.base import Detection
 from tests.capture.livecap import DEMO, closed, converse, listener, tcpdump
 from tests.conftest import run_cli
+from tests.protocols.dissector_kit import messages
 from tests.tap.tapkit import run_tap, wait_for
 
 # One conversation, step by step (True: the client writes): the client

@@ -11,35 +11,19 @@
 
 from __future__ import annotations
 
-import itertools
-import os
+from collections.abc import Iterable
 from typing import Any
 
 import rs_bytes as b
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from rs_bytes import DISSECTOR, analyze, decode, messages, problems
+from rs_bytes import DISSECTOR, analyze, decode
 
-from ripple_cli.protocols.base import DissectOptions, EncodeError, Item, ProtoMessage
+from ripple_cli.protocols.base import DissectOptions, EncodeError, Item, ProtoMessage, StreamDissector
 from ripple_cli.protocols.reactive_streams.stream import RAW_BLOCK, ReactiveStreamsStream
 from ripple_cli.protocols.reactive_streams.wire import HEADROOM
 from ripple_cli.sexp.tree import Sexp
-
-SCALE = int(os.environ.get("RIPPLE_HYPOTHESIS_SCALE", "1"))
-
-
-def prop(n: int) -> settings:
-    """The property suite's profile (tests/property/conftest.py: derandomized,
-    no database, no deadline) with n examples, times RIPPLE_HYPOTHESIS_SCALE."""
-    return settings(
-        derandomize=True,
-        deadline=None,
-        database=None,
-        print_blob=False,
-        max_examples=n * SCALE,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-
+from tests.protocols.dissector_kit import assert_encodes_back, cut, feed_all, messages, problems, prop
 
 ids = st.one_of(st.integers(0, 5), st.integers(0, (1 << 64) - 1))
 longs = st.one_of(st.integers(0, 10), st.integers(0, (1 << 63) - 1))
@@ -105,30 +89,24 @@ def conversation(draw: st.DrawFn) -> tuple[bytes, list[tuple[str, dict[str, Any]
     return b"".join(out), expected
 
 
-def split(data: bytes, cuts: list[int]) -> list[bytes]:
-    bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
-    return [data[x:y] for x, y in itertools.pairwise(bounds)]
-
-
-def run(ops: list[bytes | int], options: DissectOptions) -> list[Item]:
+def run(ops: Iterable[bytes | int], options: DissectOptions) -> list[Item]:
     """Feed chunks (bytes) and gaps (int sizes), checking the bound after each."""
-    s = ReactiveStreamsStream(options)
-    items: list[Item] = []
-    for op in ops:
-        items += s.gap(op) if isinstance(op, int) else s.feed(op)
+
+    def bounded(stream: StreamDissector) -> None:
         # One unfinished message (or raw block), and the unfinished joins.
-        assert s.buffered <= max(options.max_payload + HEADROOM, RAW_BLOCK) + options.max_payload
-    return items + s.finish()
+        assert isinstance(stream, ReactiveStreamsStream)
+        assert stream.buffered <= max(options.max_payload + HEADROOM, RAW_BLOCK) + options.max_payload
+
+    return feed_all(ReactiveStreamsStream(options), ops, bounded)
 
 
-def check_messages(data_by_offset: dict[int, int], stream: bytes, items: list[Item]) -> None:
+def check_messages(stream: bytes, items: list[Item]) -> None:
     """Each message encodes to its own bytes; messages do not overlap."""
+    assert_encodes_back(DISSECTOR, items, stream)
     end = 0
     for m in messages(items):
         assert m.offset >= end
         end = m.offset + m.size
-        if not data_by_offset or m.offset in data_by_offset:
-            assert DISSECTOR.encode(m.text) == stream[m.offset : end]
 
 
 payload_bounds = st.sampled_from([8, 40, 16 << 20])
@@ -141,27 +119,27 @@ def test_any_bytes(data: bytes, hello: bool, cuts: list[int], bound: int) -> Non
     stream = (b.client_hello() if hello else b"") + data
     options = DissectOptions(max_payload=bound)
     whole = run([stream], options)
-    assert run(split(stream, cuts), options) == whole
-    check_messages({}, stream, whole)
+    assert run(cut(stream, cuts), options) == whole
+    check_messages(stream, whole)
 
 
 @prop(200)
 @given(conv=conversation(), edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=4),
-       cut=st.integers(0, 10**6), cuts=st.lists(st.integers(0, 10**6), max_size=6), bound=payload_bounds)  # fmt: skip
+       end=st.integers(0, 10**6), cuts=st.lists(st.integers(0, 10**6), max_size=6), bound=payload_bounds)  # fmt: skip
 def test_mutated_streams(
-    conv: tuple[bytes, list[Any]], edits: list[tuple[int, int]], cut: int, cuts: list[int], bound: int
+    conv: tuple[bytes, list[Any]], edits: list[tuple[int, int]], end: int, cuts: list[int], bound: int
 ) -> None:
     data = bytearray(conv[0])
     for at, value in edits:
         if data:
             data[at % len(data)] = value
-    if cut % 3 == 0:
-        data = data[: cut % (len(data) + 1)]
+    if end % 3 == 0:
+        data = data[: end % (len(data) + 1)]
     stream = bytes(data)
     options = DissectOptions(max_payload=bound)
     whole = run([stream], options)
-    assert run(split(stream, cuts), options) == whole
-    check_messages({}, stream, whole)
+    assert run(cut(stream, cuts), options) == whole
+    check_messages(stream, whole)
 
 
 @prop(150)
@@ -178,7 +156,7 @@ def test_gaps_in_any_chunking(conv: tuple[bytes, list[Any]], gaps: list[tuple[in
         piece = data[at:pos]
         if piece:
             ops_whole.append(piece)
-            ops_split += split(piece, cuts)
+            ops_split += cut(piece, cuts)
         if size:
             ops_whole.append(size)
             ops_split.append(size)
@@ -191,7 +169,7 @@ def test_gaps_in_any_chunking(conv: tuple[bytes, list[Any]], gaps: list[tuple[in
 @given(conv=conversation(), cuts=st.lists(st.integers(0, 10**6), max_size=8))
 def test_valid_conversations_round_trip(conv: tuple[bytes, list[tuple[str, dict[str, Any]]]], cuts: list[int]) -> None:
     data, expected = conv
-    items = decode(split(data, cuts))
+    items = decode(cut(data, cuts))
     assert problems(items) == []
     ms = messages(items)
     assert len(ms) == len(expected)

@@ -10,11 +10,12 @@ import shutil
 import subprocess
 
 import pytest
-from rs_bytes import decode, messages, problems
+from rs_bytes import decode
 
 from ripple_cli.protocols.reactive_streams import FILTER_FIELDS, PROBLEM_KINDS, TYPE_STYLES, ReactiveStreamsDissector
 from ripple_cli.protocols.reactive_streams.wire import LAYOUTS
 from tests.conftest import ROOT
+from tests.protocols.dissector_kit import messages, problems
 
 PAGE = ROOT / "man" / "ripple-reactive-streams.7"
 SOURCE = PAGE.read_text("ascii")

@@ -8,20 +8,17 @@ import pytest
 from rs_bytes import (
     DISSECTOR,
     cancel,
-    chunkings,
     client_hello,
     decode,
     int32,
     last_part,
     leb,
     lp,
-    messages,
     on_complete,
     on_next,
     on_next_packed,
     on_subscribe,
     part,
-    problems,
     request,
     subscribe,
 )
@@ -29,6 +26,7 @@ from rs_bytes import (
 from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage
 from ripple_cli.protocols.reactive_streams import stream as rs_stream
 from ripple_cli.protocols.reactive_streams.stream import ReactiveStreamsStream
+from tests.protocols.dissector_kit import chunkings, messages, problems
 
 SMALL = DissectOptions(max_payload=16)
 
