@@ -27,8 +27,6 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
-import dpkt  # type: ignore[import-untyped, unused-ignore]
-
 from ripple_cli.capture.events import CaptureNote
 from ripple_cli.capture.formats import PCAP_MAGICS, PCAPNG_MAGIC
 
@@ -165,7 +163,15 @@ def _resolution(code: int) -> Callable[[int], int]:
 
 
 def _interface(block: bytes, little: bool) -> _Interface:
-    idb = dpkt.pcapng.InterfaceDescriptionBlockLE(block) if little else dpkt.pcapng.InterfaceDescriptionBlock(block)
+    """Raises ValueError (struct.error) on a block dpkt cannot parse."""
+    # Imported here, not at the top: dpkt takes 40 ms to import, and pcap
+    # files, the usual capture, have no interface blocks.
+    import dpkt  # type: ignore[import-untyped, unused-ignore]
+
+    try:
+        idb = dpkt.pcapng.InterfaceDescriptionBlockLE(block) if little else dpkt.pcapng.InterfaceDescriptionBlock(block)
+    except dpkt.Error as e:
+        raise ValueError(str(e)) from e
     to_ns = _resolution(6)  # the default: microseconds
     offset_ns = 0
     for opt in idb.opts:
@@ -252,7 +258,7 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[Frame | CaptureNote]
         elif btype == _BT_IDB:
             try:
                 interfaces.append(_interface(buf[pos:end], little))
-            except (dpkt.Error, struct.error, ValueError) as e:  # ValueError: a comment option that is not UTF-8
+            except (struct.error, ValueError) as e:  # ValueError: dpkt's error, or a comment that is not UTF-8
                 yield _bad(time_ns, f"bad pcapng interface block at offset {offset}: {e}")
                 return
         # Other blocks (name resolution, statistics, secrets, custom) carry no packets.
