@@ -486,6 +486,12 @@ def main() -> int:
     if only - set(WORKLOADS):
         ap.error(f"--only: unknown workloads {', '.join(sorted(only - set(WORKLOADS)))}")
 
+    for workload, tools_needed in (("pcap", ("tshark", "tcpdump")), ("tap", ("socat",))):
+        missing = [t for t in tools_needed if shutil.which(t) is None]
+        if workload in only and missing:
+            print(f"{workload}: skipped, {' and '.join(missing)} not installed (scripts/bench-deps.sh)", flush=True)
+            only.discard(workload)
+
     WORK.mkdir(exist_ok=True)
     # PYTHONDONTWRITEBYTECODE (set here) would have every run compile every
     # module from source; a pip-installed ripple has them compiled.

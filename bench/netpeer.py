@@ -4,7 +4,7 @@ own (so that neither shares an interpreter with the other or the bench).
 
     netpeer.py serve SINK_PORT ECHO_PORT
         SINK_PORT: reads a connection to its end, then answers the byte
-        count (8 bytes, little-endian) and closes.  ECHO_PORT: sends each
+        count (in a Heartbeat envelope) and closes.  ECHO_PORT: sends each
         request (one Ripple envelope) back.  Prints "ready" once both
         listen; stops when stdin closes.
 
@@ -27,8 +27,13 @@ import struct
 import sys
 import threading
 import time
+from pathlib import Path
 
-COUNT = struct.Struct("<Q")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # ripple_cli, for the sink's answer
+
+from ripple_cli.codec.envelope import build_envelope
+from ripple_cli.codec.messages import FIXED_FINGERPRINTS, HEARTBEAT, Heartbeat, read_payload, write_payload
+
 HEADER_SIZE = 59  # a Ripple envelope's header; its last four bytes are the payload length
 PAYLOAD_LEN = struct.Struct("<i")
 
@@ -54,20 +59,38 @@ def _sink(c: socket.socket) -> None:
         n = 0
         while k := c.recv_into(buf):
             n += k
-        c.sendall(COUNT.pack(n))
+        c.sendall(count_envelope(n))
+
+
+def count_envelope(n: int) -> bytes:
+    """The sink's answer, a Ripple Heartbeat whose timestamp is the byte
+    count: a tap in the way decodes it like the rest of the traffic."""
+    payload = write_payload(Heartbeat(b"bench-sink", n, 0.0))
+    return build_envelope(HEARTBEAT, 1, n, FIXED_FINGERPRINTS[HEARTBEAT], payload)
+
+
+def _count_of(answer: bytes) -> int:
+    body = read_payload(HEARTBEAT, answer[HEADER_SIZE:-4])
+    assert isinstance(body, Heartbeat)
+    return body.timestamp_ns
+
+
+def _recv_envelope(c: socket.socket) -> bytes:
+    """One Ripple envelope (59-byte header, payload, CRC), or b"" at the end."""
+    head = _recv_exact(c, HEADER_SIZE)
+    if len(head) < HEADER_SIZE:
+        return b""
+    (length,) = PAYLOAD_LEN.unpack_from(head, HEADER_SIZE - 4)
+    rest = _recv_exact(c, length + 4)
+    return head + rest if len(rest) == length + 4 else b""
 
 
 def _echo(c: socket.socket) -> None:
-    """Each request is one Ripple envelope (59-byte header, payload, CRC):
-    its length is in the header, so the bytes on the wire are only
-    envelopes, which the tap decodes."""
+    """Each request is one envelope, sent back: the bytes on the wire are
+    only envelopes, which the tap decodes."""
     with c:
-        while len(head := _recv_exact(c, HEADER_SIZE)) == HEADER_SIZE:
-            (length,) = PAYLOAD_LEN.unpack_from(head, HEADER_SIZE - 4)
-            rest = _recv_exact(c, length + 4)
-            if len(rest) < length + 4:
-                return
-            c.sendall(head + rest)
+        while request := _recv_envelope(c):
+            c.sendall(request)
 
 
 def _listen(port: int, handler: object) -> None:
@@ -100,10 +123,9 @@ def send(address: str, path: str) -> None:
         while chunk := f.read(1 << 20):
             s.sendall(chunk)
         s.shutdown(socket.SHUT_WR)
-        answer = _recv_exact(s, COUNT.size)
-    seconds = time.perf_counter() - t0
-    (n,) = COUNT.unpack(answer)
-    print(n, f"{seconds:.6f}")
+        answer = _recv_envelope(s)
+        seconds = time.perf_counter() - t0
+    print(_count_of(answer), f"{seconds:.6f}")
 
 
 def pingpong(address: str, path: str, count: int) -> None:
