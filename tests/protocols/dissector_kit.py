@@ -1,7 +1,9 @@
 """What the sibling protocols' tests share, whatever the protocol: sorting
 decoded items, feeding a stream dissector bytes and holes, chunking a
-stream every way, the two golden views, checking that messages encode
-back to their bytes, and the hypothesis profile.
+stream every way, the golden files (two layouts: Lumberjack and RCP keep
+problems among the items, Pravega and Reactive Streams in a file of their
+own), the CLI's decode | encode, checking that messages encode back to
+their bytes, and the hypothesis profile.
 
 Each protocol's own kit (lumberjack/ljkit.py, rcp/rcpkit.py,
 pravega/pv_bytes.py, reactive_streams/rs_bytes.py) builds that protocol's
@@ -25,6 +27,7 @@ from hypothesis import HealthCheck, settings
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import Dissector, Item, ProtoMessage, StreamDissector
 from ripple_cli.sexp.parse import parse_one
+from tests.conftest import GOLDEN, Result, golden, run_cli
 
 # ---------------------------------------------------------------- items
 
@@ -114,7 +117,7 @@ def cut(data: bytes, cuts: Iterable[int]) -> list[bytes]:
     return [data[a:b] for a, b in pairwise(points)]
 
 
-# ---------------------------------------------------------------- golden views
+# ---------------------------------------------------------------- golden files, the CLI
 
 
 def item_json(item: Item) -> dict[str, Any]:
@@ -142,12 +145,37 @@ def sexp_lines(items: Iterable[Item]) -> bytes:
     return b"".join(line + b"\n" for line in texts(items))
 
 
-def split_views(items: list[Item]) -> tuple[bytes, bytes, bytes]:
-    """The golden .sexp, .jsonl (messages only) and .problems (one
-    `severity kind description` line each) of Pravega and Reactive Streams."""
-    jsonl = "".join(json.dumps(m.to_json({}), ensure_ascii=False) + "\n" for m in messages(items))
-    probs = "".join(f"{p.severity} {p.kind} {p.describe()}\n" for p in problems(items))
-    return sexp_lines(items), jsonl.encode(), probs.encode()
+def assert_golden_items(directory: str, name: str, items: list[Item]) -> None:
+    """Lumberjack's and RCP's golden files: NAME.sexp and NAME.jsonl (every
+    item, problems among the messages).  RIPPLE_UPDATE_GOLDEN=1 rewrites them."""
+    golden(f"{directory}/{name}.sexp", sexp_lines(items))
+    golden(f"{directory}/{name}.jsonl", jsonl(items))
+
+
+def assert_golden_split(directory: str, name: str, items: list[Item]) -> None:
+    """Pravega's and Reactive Streams' golden files: NAME.sexp, NAME.jsonl
+    (messages only) and NAME.problems (one `severity kind description` line
+    each).  RIPPLE_UPDATE_GOLDEN=1 rewrites them."""
+    messages_jsonl = "".join(json.dumps(m.to_json({}), ensure_ascii=False) + "\n" for m in messages(items))
+    problem_lines = "".join(f"{p.severity} {p.kind} {p.describe()}\n" for p in problems(items))
+    golden(f"{directory}/{name}.sexp", sexp_lines(items))
+    golden(f"{directory}/{name}.jsonl", messages_jsonl.encode())
+    golden(f"{directory}/{name}.problems", problem_lines.encode())
+
+
+def golden_stream(directory: str, name: str, data: bytes) -> Path:
+    """A fixture stream committed as NAME.bin (what the CLI tests read),
+    checked against the builder that made `data`; its path."""
+    if os.environ.get("RIPPLE_UPDATE_GOLDEN"):
+        (GOLDEN / directory).mkdir(parents=True, exist_ok=True)
+    golden(f"{directory}/{name}.bin", data)
+    return GOLDEN / directory / f"{name}.bin"
+
+
+def decode_then_encode(args: list[str]) -> tuple[Result, Result]:
+    """`ripple decode ARGS`, then `ripple encode` of the text it printed."""
+    decoded = run_cli(["decode", *args])
+    return decoded, run_cli(["encode"], stdin=decoded.stdout)
 
 
 # ---------------------------------------------------------------- checks

@@ -108,12 +108,17 @@ def _check(items: list[Item], stream: bytes) -> None:
     analyzer.close()
 
 
-@SETTINGS
-@given(st.binary(max_size=600), st.lists(st.integers(0, 10_000), max_size=8), directions)
-def test_arbitrary_bytes(data: bytes, cuts: list[int], side: bool | None) -> None:
+def _check_any_chunking(data: bytes, cuts: list[int], side: bool | None) -> None:
+    """Decoded whole, the items pass `_check`; cut at `cuts`, they are the same."""
     whole = _feed(LumberjackStream(OPTIONS, side), [data])
     _check(whole, data)
     assert _feed(LumberjackStream(OPTIONS, side), cut(data, cuts)) == whole
+
+
+@SETTINGS
+@given(st.binary(max_size=600), st.lists(st.integers(0, 10_000), max_size=8), directions)
+def test_arbitrary_bytes(data: bytes, cuts: list[int], side: bool | None) -> None:
+    _check_any_chunking(data, cuts, side)
 
 
 @st.composite
@@ -136,9 +141,7 @@ def mutated(draw: st.DrawFn) -> bytes:
 @SETTINGS
 @given(mutated(), st.lists(st.integers(0, 10_000), max_size=8), directions)
 def test_mutated_streams(data: bytes, cuts: list[int], side: bool | None) -> None:
-    whole = _feed(LumberjackStream(OPTIONS, side), [data])
-    _check(whole, data)
-    assert _feed(LumberjackStream(OPTIONS, side), cut(data, cuts)) == whole
+    _check_any_chunking(data, cuts, side)
 
 
 @SETTINGS

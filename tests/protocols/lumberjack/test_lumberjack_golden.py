@@ -13,15 +13,13 @@ from ljkit import DISSECTOR, GOLDEN, decode, expanded
 
 from ripple_cli.protocols.base import ProtoMessage
 from ripple_cli.sexp.parse import parse_many
-from tests.conftest import golden
 from tests.protocols.dissector_kit import (
     assert_encodes_back,
+    assert_golden_items,
     chunkings,
-    jsonl,
     messages,
     problems,
     read_hex,
-    sexp_lines,
 )
 
 FIXTURES = sorted(GOLDEN.glob("*.hex"))
@@ -44,9 +42,7 @@ def test_there_are_fixtures() -> None:
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_text_and_json_are_the_golden_ones(path: Path) -> None:
-    items = decode(read_hex(path))
-    golden(f"protocols/lumberjack/{path.stem}.sexp", sexp_lines(items))
-    golden(f"protocols/lumberjack/{path.stem}.jsonl", jsonl(items))
+    assert_golden_items("protocols/lumberjack", path.stem, decode(read_hex(path)))
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)

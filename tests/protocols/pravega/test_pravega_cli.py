@@ -26,7 +26,7 @@ from pv_fixtures import (
 from tests.capture.livecap import closed, listener, require_tcpdump, tcpdump
 from tests.conftest import EXAMPLES, golden, run_cli
 from tests.conftest import GOLDEN as GOLDEN_DIR
-from tests.protocols.dissector_kit import messages
+from tests.protocols.dissector_kit import decode_then_encode, golden_stream, messages
 from tests.tap.tapkit import run_tap, wait_for
 
 DIR = "protocols/pravega"
@@ -34,16 +34,10 @@ ALL_VIOLATIONS = {**VIOLATIONS, **STREAM_VIOLATIONS}
 PROBLEM = re.compile(r"  (?:error|warning): (?:offset \d+: )?(\w+): ")
 
 
-def fixture_file(name: str, data: bytes) -> Path:
-    """The fixture as a committed raw file (checked against its builder)."""
-    golden(f"{DIR}/{name}.bin", data)
-    return GOLDEN_DIR / DIR / f"{name}.bin"
-
-
 @pytest.mark.parametrize("name", sorted(ALL_VIOLATIONS))
 def test_verify_fails_on_each_rule(name: str) -> None:
     data, kinds = ALL_VIOLATIONS[name]
-    path = fixture_file(f"verify-{name}", data)
+    path = golden_stream(DIR, f"verify-{name}", data)
     strict = [k for k in kinds if k in WARNINGS] == kinds  # only warnings: they fail under --strict
     r = run_cli(["verify", "--protocol", "pravega", *(["--strict"] if strict else []), str(path)])
     assert r.code == 1, r.text + r.stderr
@@ -56,7 +50,7 @@ def test_verify_fails_on_each_rule(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(CLEAN))
 def test_verify_passes_clean_conversations(name: str) -> None:
-    path = fixture_file(name, CLEAN[name])
+    path = golden_stream(DIR, name, CLEAN[name])
     r = run_cli(["verify", "--strict", str(path)])  # recognised without --protocol
     assert r.code == 0, r.text
     assert r.text.splitlines()[-1].endswith(" 0 problems")
@@ -64,20 +58,19 @@ def test_verify_passes_clean_conversations(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_decode_prints_the_golden_text_and_encode_gives_the_bytes_back(name: str, tmp_path: Path) -> None:
-    path = fixture_file(name, GOLDEN[name])
-    r = run_cli(["decode", "--protocol", "pravega", str(path)])
+    path = golden_stream(DIR, name, GOLDEN[name])
+    r, back = decode_then_encode(["--protocol", "pravega", str(path)])
     assert r.stdout == (GOLDEN_DIR / DIR / f"{name}.sexp").read_bytes()
     # decode's exit status counts errors, not warnings (like verify without --strict)
     errors = (GOLDEN_DIR / DIR / f"{name}.problems").read_text().count("error ")
     assert r.code == (1 if errors else 0)
-    back = run_cli(["encode"], stdin=r.stdout)
     assert back.code == 0, back.stderr
     if name != "damaged":
         assert back.stdout == GOLDEN[name]
 
 
 def test_json_and_filters(tmp_path: Path) -> None:
-    path = fixture_file("java-batching", GOLDEN["java-batching"])
+    path = golden_stream(DIR, "java-batching", GOLDEN["java-batching"])
     r = run_cli(["decode", "-F", "jsonl", "-Y", "data.event_count >= 2", str(path)])
     (block,) = [json.loads(line) for line in r.text.splitlines()]
     assert block["type"] == "AppendBlock" and block["size"] == 102

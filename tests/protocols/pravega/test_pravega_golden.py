@@ -10,16 +10,19 @@ change, and review the diff.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from pv_bytes import DISSECTOR, W1, decode, lines
 from pv_fixtures import BIG, CUT, E3, GOLDEN, JAVA_BATCHING, READS, RUST, STRINGS
 
 from ripple_cli.sexp.parse import parse_many
 from tests.conftest import GOLDEN as GOLDEN_DIR
-from tests.conftest import golden
-from tests.protocols.dissector_kit import assert_encodes_back, chunkings, messages, split_views
+from tests.protocols.dissector_kit import (
+    assert_encodes_back,
+    assert_golden_split,
+    chunkings,
+    golden_stream,
+    messages,
+)
 
 DIR = "protocols/pravega"
 WID = str(W1)
@@ -27,17 +30,12 @@ WID = str(W1)
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_fixture_bytes(name: str) -> None:
-    if os.environ.get("RIPPLE_UPDATE_GOLDEN"):
-        (GOLDEN_DIR / DIR).mkdir(parents=True, exist_ok=True)
-    golden(f"{DIR}/{name}.bin", GOLDEN[name])
+    golden_stream(DIR, name, GOLDEN[name])
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_fixture_text(name: str) -> None:
-    sexp, jsonl, probs = split_views(decode([GOLDEN[name]]))
-    golden(f"{DIR}/{name}.sexp", sexp)
-    golden(f"{DIR}/{name}.jsonl", jsonl)
-    golden(f"{DIR}/{name}.problems", probs)
+    assert_golden_split(DIR, name, decode([GOLDEN[name]]))
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))

@@ -17,7 +17,7 @@ from rcppeer import RcpServer, Served, binary_session, jsonl_session
 
 from tests.capture.livecap import DEMO, capture_conversation, closed, require_tcpdump, tcpdump
 from tests.conftest import run_cli
-from tests.protocols.dissector_kit import read_hex
+from tests.protocols.dissector_kit import decode_then_encode, read_hex
 from tests.tap.tapkit import run_tap, wait_for
 
 
@@ -58,11 +58,10 @@ def test_decode_a_raw_file_recognises_rcp_and_prints_the_golden_text(tmp_path: P
     path = tmp_path / "conversation.rcp"
     names = ("hello", "ping", "error_response")
     path.write_bytes(b"".join(read_hex(GOLDEN / f"{n}.hex") for n in names))
-    r = run_cli(["decode", str(path)])
+    r, back = decode_then_encode([str(path)])
     assert (r.code, r.stderr) == (0, "")
     assert r.stdout == b"".join((GOLDEN / f"{n}.sexp").read_bytes() for n in names)
     # encode reads it back to the same bytes.
-    back = run_cli(["encode"], stdin=r.stdout)
     assert (back.code, back.stdout) == (0, path.read_bytes())
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from rcpkit import DISSECTOR, GOLDEN, decode
 
-from tests.conftest import golden
-from tests.protocols.dissector_kit import assert_encodes_back, chunkings, jsonl, messages, read_hex, sexp_lines
+from tests.protocols.dissector_kit import assert_encodes_back, assert_golden_items, chunkings, messages, read_hex
 
 FIXTURES = sorted(GOLDEN.glob("*.hex"))
 DAMAGED = {"damaged"}  # fixtures with bytes that are no message
@@ -24,9 +23,7 @@ def test_there_are_fixtures() -> None:
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_text_and_json_are_the_golden_ones(path: Path) -> None:
-    items = decode(read_hex(path))
-    golden(f"protocols/rcp/{path.stem}.sexp", sexp_lines(items))
-    golden(f"protocols/rcp/{path.stem}.jsonl", jsonl(items))
+    assert_golden_items("protocols/rcp", path.stem, decode(read_hex(path)))
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)

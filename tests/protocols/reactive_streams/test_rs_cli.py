@@ -11,6 +11,7 @@ import pytest
 from rs_bytes import CLEAN, CLEAN_WARNINGS, VIOLATIONS, cancel, client_hello, on_next
 
 from tests.conftest import GOLDEN, run_cli
+from tests.protocols.dissector_kit import decode_then_encode
 
 DIR = GOLDEN / "protocols" / "reactive_streams"
 P = ["--protocol", "reactive-streams"]
@@ -35,23 +36,17 @@ def test_fixtures_are_there() -> None:
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_decode_prints_the_golden_text(name: str) -> None:
-    r = run_cli(["decode", *P, path(name)])
+def test_decode_prints_the_golden_text_and_encode_gives_the_bytes_back(name: str) -> None:
+    r, back = decode_then_encode([*P, path(name)])
     assert r.stdout == (DIR / f"{name}.sexp").read_bytes()
     assert r.code == (1 if name == "odd" else 0)
+    assert back.code == 0, back.stderr
+    assert back.stdout == (DIR / f"{name}.bin").read_bytes()
 
 
 @pytest.mark.parametrize("name", [n for n in ALL if n not in UNDETECTED])
 def test_decode_detects_the_protocol(name: str) -> None:
     assert run_cli(["decode", path(name)]).stdout == (DIR / f"{name}.sexp").read_bytes()
-
-
-@pytest.mark.parametrize("name", ALL)
-def test_decode_then_encode_gives_the_bytes_back(name: str) -> None:
-    text = run_cli(["decode", *P, path(name)]).stdout
-    r = run_cli(["encode"], stdin=text)
-    assert r.code == 0, r.stderr
-    assert r.stdout == (DIR / f"{name}.bin").read_bytes()
 
 
 @pytest.mark.parametrize("rule", sorted(VIOLATIONS))

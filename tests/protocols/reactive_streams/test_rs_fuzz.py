@@ -100,11 +100,14 @@ def run(ops: Iterable[bytes | int], options: DissectOptions) -> list[Item]:
     return feed_all(ReactiveStreamsStream(options), ops, bounded)
 
 
-def check_messages(stream: bytes, items: list[Item]) -> None:
-    """Each message encodes to its own bytes; messages do not overlap."""
-    assert_encodes_back(DISSECTOR, items, stream)
+def check_any_chunking(stream: bytes, cuts: list[int], options: DissectOptions) -> None:
+    """Decoded whole and cut at `cuts`: the same items.  Each message encodes
+    to its own bytes; messages do not overlap."""
+    whole = run([stream], options)
+    assert run(cut(stream, cuts), options) == whole
+    assert_encodes_back(DISSECTOR, whole, stream)
     end = 0
-    for m in messages(items):
+    for m in messages(whole):
         assert m.offset >= end
         end = m.offset + m.size
 
@@ -117,10 +120,7 @@ payload_bounds = st.sampled_from([8, 40, 16 << 20])
        bound=payload_bounds)  # fmt: skip
 def test_any_bytes(data: bytes, hello: bool, cuts: list[int], bound: int) -> None:
     stream = (b.client_hello() if hello else b"") + data
-    options = DissectOptions(max_payload=bound)
-    whole = run([stream], options)
-    assert run(cut(stream, cuts), options) == whole
-    check_messages(stream, whole)
+    check_any_chunking(stream, cuts, DissectOptions(max_payload=bound))
 
 
 @prop(200)
@@ -135,11 +135,7 @@ def test_mutated_streams(
             data[at % len(data)] = value
     if end % 3 == 0:
         data = data[: end % (len(data) + 1)]
-    stream = bytes(data)
-    options = DissectOptions(max_payload=bound)
-    whole = run([stream], options)
-    assert run(cut(stream, cuts), options) == whole
-    check_messages(stream, whole)
+    check_any_chunking(bytes(data), cuts, DissectOptions(max_payload=bound))
 
 
 @prop(150)

@@ -9,14 +9,19 @@ RIPPLE_UPDATE_GOLDEN=1 after an intended change, and review the diff.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from rs_bytes import CLEAN, CONVERSATION, DISSECTOR, ODD, VIOLATIONS, decode
 
 from ripple_cli.sexp.parse import parse_many
-from tests.conftest import GOLDEN, golden
-from tests.protocols.dissector_kit import assert_encodes_back, chunkings, messages, problems, split_views
+from tests.conftest import GOLDEN
+from tests.protocols.dissector_kit import (
+    assert_encodes_back,
+    assert_golden_split,
+    chunkings,
+    golden_stream,
+    messages,
+    problems,
+)
 
 DIR = "protocols/reactive_streams"
 FIXTURES: dict[str, bytes] = {
@@ -31,17 +36,12 @@ FIXTURES: dict[str, bytes] = {
 def test_fixture_bytes(name: str) -> None:
     # The .bin files are what the hand-written builders give (and what the
     # CLI tests read).
-    if os.environ.get("RIPPLE_UPDATE_GOLDEN"):
-        (GOLDEN / DIR).mkdir(parents=True, exist_ok=True)
-    golden(f"{DIR}/{name}.bin", FIXTURES[name])
+    golden_stream(DIR, name, FIXTURES[name])
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_fixture_text(name: str) -> None:
-    sexp, jsonl, probs = split_views(decode([FIXTURES[name]]))
-    golden(f"{DIR}/{name}.sexp", sexp)
-    golden(f"{DIR}/{name}.jsonl", jsonl)
-    golden(f"{DIR}/{name}.problems", probs)
+    assert_golden_split(DIR, name, decode([FIXTURES[name]]))
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
