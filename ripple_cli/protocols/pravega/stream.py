@@ -268,7 +268,7 @@ class PravegaStream(BufferedStream):
             # Only an AppendBlockEnd may follow a block (the analyzer says
             # so); the join is not attempted across anything else.
             self._block = None
-        out.extend(Problem(at, n.kind, n.detail, severity=n.severity) for n in cmd.notes)
+        out.extend(n.at(at) for n in cmd.notes)
         out.append(message(cmd, at, size, self.from_client))
 
     def _open_block(self, cmd: Command) -> None:

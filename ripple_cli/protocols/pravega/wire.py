@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from ripple_cli.codec.problems import Severity
+from ripple_cli.protocols.note import Note
 from ripple_cli.protocols.pravega import mutf8
 from ripple_cli.protocols.pravega import records as rec
 from ripple_cli.protocols.pravega.commands import (
@@ -208,15 +209,6 @@ class Data:
 
 
 Value = int | uuid.UUID | MString | Data | rec.Record | bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """Something odd about a body, reported with the message."""
-
-    kind: str
-    detail: str
-    severity: Severity = Severity.ERROR
 
 
 @dataclass(frozen=True, slots=True)

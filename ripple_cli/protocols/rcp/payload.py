@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ripple_cli.codec.problems import Severity
+from ripple_cli.protocols.note import Note
 
 MAX_DEPTH = 128  # serde_json's recursion limit: deeper JSON is an error to the server
 
@@ -95,15 +96,6 @@ def _finite_float(text: str) -> float:
     if math.isinf(x):
         raise _Reject(f"number {text[:40]} out of range")
     return x
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """A problem found in a payload (stream.py gives it its offset)."""
-
-    kind: str
-    detail: str
-    severity: Severity = Severity.ERROR
 
 
 @dataclass(slots=True)

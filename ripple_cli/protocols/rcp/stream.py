@@ -25,6 +25,7 @@ from typing import Any
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, json_bytes
 from ripple_cli.protocols.buffered import BufferedStream
+from ripple_cli.protocols.note import Note
 from ripple_cli.protocols.rcp import payload as pl
 from ripple_cli.protocols.rcp.text import NAME, frame_sexp, frame_type, line_sexp
 from ripple_cli.protocols.rcp.wire import (
@@ -184,37 +185,32 @@ class RcpStream(BufferedStream):
 
     # ------------------------------------------------------------ messages
 
-    def _problems(self, at: int, notes: list[pl.Note], out: list[Item]) -> None:
-        out.extend(Problem(at, note.kind, note.detail, severity=note.severity) for note in notes)
-
     def _emit_frame(self, at: int, frame: Frame, out: list[Item]) -> None:
-        notes: list[pl.Note] = []
+        notes: list[Note] = []
         if frame.version != VERSION:
             notes.append(
-                pl.Note(
+                Note(
                     "bad_version",
                     f"protocol version {frame.version} (only {VERSION} exists); read as version {VERSION}",
                 )
             )
         if frame.flags & ~VALID_FLAGS:
-            notes.append(pl.Note("reserved_flags", f"flags {frame.flags:#06x}: bits outside 0x000F are set"))
+            notes.append(Note("reserved_flags", f"flags {frame.flags:#06x}: bits outside 0x000F are set"))
         if len(frame.payload) > MAX_PAYLOAD:  # decoded because --max-payload allows more than RCP does
-            notes.append(pl.Note("oversize", f"payload length {len(frame.payload)} above RCP's limit of {MAX_PAYLOAD}"))
+            notes.append(Note("oversize", f"payload length {len(frame.payload)} above RCP's limit of {MAX_PAYLOAD}"))
         computed = frame.computed_crc
         crc_ok = computed == frame.crc if frame.flags & CRC_PRESENT else None
         if crc_ok is False:
-            notes.append(
-                pl.Note("crc_mismatch", f"CRC mismatch: field {frame.crc:08x}, payload's CRC32C {computed:08x}")
-            )
+            notes.append(Note("crc_mismatch", f"CRC mismatch: field {frame.crc:08x}, payload's CRC32C {computed:08x}"))
         elif crc_ok is None and frame.crc != 0:
             notes.append(
-                pl.Note(
+                Note(
                     "crc_without_flag", f"CRC field {frame.crc:08x} without CRC_PRESENT (not checked)", Severity.WARNING
                 )
             )
         if frame.extension:
             notes.append(
-                pl.Note(
+                Note(
                     "header_extension",
                     f"header extension of {len(frame.extension)} bytes (unused in version 1), skipped",
                     Severity.WARNING,
@@ -222,9 +218,7 @@ class RcpStream(BufferedStream):
             )
         if frame.flags & COMPRESSED:
             notes.append(
-                pl.Note(
-                    "compressed", "COMPRESSED flag (reserved, no codec defined): payload not read", Severity.WARNING
-                )
+                Note("compressed", "COMPRESSED flag (reserved, no codec defined): payload not read", Severity.WARNING)
             )
             parsed = pl.Parsed(False)
         else:
@@ -232,9 +226,7 @@ class RcpStream(BufferedStream):
             notes.extend(parsed.notes)
         if self.jsonl and self.from_client is False:
             notes.append(
-                pl.Note(
-                    "unexpected_frame", "a binary frame after this direction switched to JSON lines", Severity.WARNING
-                )
+                Note("unexpected_frame", "a binary frame after this direction switched to JSON lines", Severity.WARNING)
             )
         self._follow_mode(parsed)
         fields: dict[str, Any] = {
@@ -265,7 +257,7 @@ class RcpStream(BufferedStream):
             PROTOCOL, at, frame.size, type_name, frame_sexp(frame, type_name, computed), fields, summary, parsed.kind
         )
         out.append(msg)
-        self._problems(at, notes, out)
+        out.extend(note.at(at) for note in notes)
 
     def _emit_line(self, at: int, text: bytes, out: list[Item]) -> None:
         parsed = pl.parse(text)
@@ -274,13 +266,11 @@ class RcpStream(BufferedStream):
             self._line_reported = True
             if self.from_client:
                 notes.append(
-                    pl.Note("unexpected_jsonl", "a JSON line from the client: the server reads only binary frames")
+                    Note("unexpected_jsonl", "a JSON line from the client: the server reads only binary frames")
                 )
             elif pl.negotiated_mode(parsed) != "jsonl":
                 notes.append(
-                    pl.Note(
-                        "unexpected_jsonl", "a JSON line before any HELLO response negotiated jsonl", Severity.WARNING
-                    )
+                    Note("unexpected_jsonl", "a JSON line before any HELLO response negotiated jsonl", Severity.WARNING)
                 )
         self.jsonl = True
         self._follow_mode(parsed)
@@ -291,7 +281,7 @@ class RcpStream(BufferedStream):
         summary = "jsonl " + pl.summary(parsed, len(text))
         msg = ProtoMessage(PROTOCOL, at, len(text) + 1, "JsonLine", line_sexp(text), fields, summary, parsed.kind)
         out.append(msg)
-        self._problems(at, notes, out)
+        out.extend(note.at(at) for note in notes)
 
     def _follow_mode(self, parsed: pl.Parsed) -> None:
         # A HELLO response says what the server writes from now on (its own
