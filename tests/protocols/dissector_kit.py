@@ -80,12 +80,6 @@ def with_holes(pieces: Iterable[bytes | int]) -> bytes:
 # ---------------------------------------------------------------- chunkings
 
 
-def read_hex(path: Path) -> bytes:
-    """A .hex fixture: hex digits, blanks and newlines ignored, `#` comments."""
-    digits = "".join(line.split("#", 1)[0] for line in path.read_text().splitlines())
-    return bytes.fromhex("".join(digits.split()))
-
-
 def bytewise(data: bytes) -> list[bytes]:
     return [data[i : i + 1] for i in range(len(data))]
 
@@ -118,6 +112,12 @@ def cut(data: bytes, cuts: Iterable[int]) -> list[bytes]:
 
 
 # ---------------------------------------------------------------- golden files, the CLI
+
+
+def read_hex(path: Path) -> bytes:
+    """A .hex fixture: hex digits, blanks and newlines ignored, `#` comments."""
+    digits = "".join(line.split("#", 1)[0] for line in path.read_text().splitlines())
+    return bytes.fromhex("".join(digits.split()))
 
 
 def item_json(item: Item) -> dict[str, Any]:
