@@ -104,6 +104,14 @@ def chunkings(data: bytes, seed: int | str = 0, splits: int = 20) -> Iterator[li
         yield split(data, rng, rng.choice((3, 17, 200)))
 
 
+def assert_every_chunking_alike(new_stream: Callable[[], StreamDissector], data: bytes, seed: int | str) -> None:
+    """`data` fed to a new stream dissector in each of its `chunkings` gives
+    the same items as fed whole."""
+    whole = feed_all(new_stream(), [data])
+    for chunks in chunkings(data, seed):
+        assert feed_all(new_stream(), chunks) == whole
+
+
 def cut(data: bytes, cuts: Iterable[int]) -> list[bytes]:
     """`data` cut at each of `cuts` (modulo len(data) + 1): a chunking that
     hypothesis draws as a list of integers, and shrinks."""

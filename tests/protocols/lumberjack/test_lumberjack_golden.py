@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from ljkit import DISSECTOR, GOLDEN, decode, expanded
 
-from ripple_cli.protocols.base import ProtoMessage
+from ripple_cli.protocols.base import DissectOptions, ProtoMessage
 from ripple_cli.sexp.parse import parse_many
 from tests.protocols.dissector_kit import (
     assert_encodes_back,
+    assert_every_chunking_alike,
     assert_golden_items,
-    chunkings,
     messages,
     problems,
     read_hex,
@@ -72,10 +72,7 @@ def test_each_text_encodes_to_its_bytes(path: Path) -> None:
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_every_chunking_decodes_the_same(path: Path) -> None:
-    data = read_hex(path)
-    whole = decode(data)
-    for chunks in chunkings(data, seed=path.stem):
-        assert decode(data, pieces=chunks) == whole
+    assert_every_chunking_alike(lambda: DISSECTOR.stream(DissectOptions(), None), read_hex(path), seed=path.stem)
 
 
 def test_golden_text_reads_back_whole() -> None:

@@ -14,12 +14,13 @@ import pytest
 from pv_bytes import DISSECTOR, W1, decode, lines
 from pv_fixtures import BIG, CUT, E3, GOLDEN, JAVA_BATCHING, READS, RUST, STRINGS
 
+from ripple_cli.protocols.base import DissectOptions
 from ripple_cli.sexp.parse import parse_many
 from tests.conftest import GOLDEN as GOLDEN_DIR
 from tests.protocols.dissector_kit import (
     assert_encodes_back,
+    assert_every_chunking_alike,
     assert_golden_split,
-    chunkings,
     golden_stream,
     messages,
 )
@@ -55,10 +56,7 @@ def test_text_encodes_to_the_same_bytes(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_every_chunking_decodes_alike(name: str) -> None:
-    data = GOLDEN[name]
-    whole = decode([data])
-    for chunks in chunkings(data, seed=name):
-        assert decode(chunks) == whole
+    assert_every_chunking_alike(lambda: DISSECTOR.stream(DissectOptions(), None), GOLDEN[name], seed=name)
 
 
 def test_java_batching_text() -> None:

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 from rcpkit import DISSECTOR, GOLDEN, decode
 
-from tests.protocols.dissector_kit import assert_encodes_back, assert_golden_items, chunkings, messages, read_hex
+from ripple_cli.protocols.base import DissectOptions
+from tests.protocols.dissector_kit import (
+    assert_encodes_back,
+    assert_every_chunking_alike,
+    assert_golden_items,
+    messages,
+    read_hex,
+)
 
 FIXTURES = sorted(GOLDEN.glob("*.hex"))
 DAMAGED = {"damaged"}  # fixtures with bytes that are no message
@@ -37,7 +44,4 @@ def test_each_text_encodes_to_its_bytes(path: Path) -> None:
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_every_chunking_decodes_the_same(path: Path) -> None:
-    data = read_hex(path)
-    whole = decode(data)
-    for chunks in chunkings(data, seed=path.stem):
-        assert decode(data, pieces=chunks) == whole
+    assert_every_chunking_alike(lambda: DISSECTOR.stream(DissectOptions(), None), read_hex(path), seed=path.stem)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import pytest
 from rs_bytes import CLEAN, CONVERSATION, DISSECTOR, ODD, VIOLATIONS, decode
 
+from ripple_cli.protocols.base import DissectOptions
 from ripple_cli.sexp.parse import parse_many
 from tests.conftest import GOLDEN
 from tests.protocols.dissector_kit import (
     assert_encodes_back,
+    assert_every_chunking_alike,
     assert_golden_split,
-    chunkings,
     golden_stream,
     messages,
     problems,
@@ -54,10 +55,7 @@ def test_text_encodes_to_the_same_bytes(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_every_chunking_decodes_alike(name: str) -> None:
-    data = FIXTURES[name]
-    whole = decode([data])
-    for chunks in chunkings(data, seed=name):
-        assert decode(chunks) == whole
+    assert_every_chunking_alike(lambda: DISSECTOR.stream(DissectOptions(), None), FIXTURES[name], seed=name)
 
 
 def test_conversation_text() -> None:
