@@ -41,15 +41,15 @@ MB = 1 << 20
 def in_process(path: Path, out: Path, split: int) -> tuple[float, int]:
     import pyarrow.parquet as pq
 
-    from ripple_cli.batch.arrow import ARROW_SCHEMA, record_batches
+    from ripple_cli.batch.arrow import ARROW_SCHEMA
     from ripple_cli.batch.inputs import discover
-    from ripple_cli.batch.local import local_rows
+    from ripple_cli.batch.local import local_batches
     from ripple_cli.batch.tasks import Settings
 
     t = time.perf_counter()
     rows = 0
     with pq.ParquetWriter(out, ARROW_SCHEMA) as writer:
-        for batch in record_batches(local_rows(discover([str(path)]), Settings(), split)):
+        for batch in local_batches(discover([str(path)]), Settings(), split):
             rows += batch.num_rows
             writer.write_batch(batch)
     return time.perf_counter() - t, rows

@@ -15,11 +15,15 @@ ARROW_SCHEMA = pa.schema([pa.field(name, _TYPES[t]) for name, t in COLUMNS])
 BATCH_ROWS = 8192
 
 
+def record_batch(rows: list[Row]) -> pa.RecordBatch:
+    """Rows (tuples in column order) as one batch: transposed in one step,
+    each column converted by Arrow at C speed."""
+    columns = zip(*rows, strict=True) if rows else ((),) * len(ARROW_SCHEMA)
+    arrays = [pa.array(values, type=f.type) for values, f in zip(columns, ARROW_SCHEMA, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
 def record_batches(rows: Iterable[Row], size: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     it = iter(rows)
     while chunk := list(islice(it, size)):
-        yield pa.RecordBatch.from_pylist(chunk, schema=ARROW_SCHEMA)
-
-
-def table(rows: Iterable[Row]) -> pa.Table:
-    return pa.Table.from_batches(list(record_batches(rows)), schema=ARROW_SCHEMA)
+        yield record_batch(chunk)

@@ -27,7 +27,7 @@ from ripple_cli.errors import RippleError, UsageProblem
 
 from .inputs import InputFile
 from .plan import Plan, decode_plan, scan_tasks
-from .rows import COLUMN_NAMES, COLUMNS
+from .rows import COLUMNS, PROBLEM, Row
 from .scan import ScanResult, scan_task
 from .tasks import RotatedPart, Settings, Task, rotated_frames, rotated_rows, task_rows
 
@@ -209,11 +209,11 @@ def rows_frame(spark: SparkSession, plan: Plan) -> tuple[DataFrame, Counters]:
     return frame, counters
 
 
-def _count(counters: Counters, row: dict[str, Any]) -> tuple[Any, ...]:
+def _count(counters: Counters, row: Row) -> Row:
     counters.rows.add(1)
-    if row["problem"] is not None:
+    if row[PROBLEM] is not None:
         counters.problems.add(1)
-    return tuple(row[c] for c in COLUMN_NAMES)
+    return row
 
 
 def _rotated_frame(

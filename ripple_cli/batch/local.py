@@ -5,14 +5,18 @@ with, and the in-process column of `make bench-spark`."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.schema import Schema
 
 from .inputs import InputFile
 from .plan import DEFAULT_SPLIT, Plan, decode_plan, scan_tasks
-from .rows import Row
+from .rows import Row, row_dict
 from .scan import scan_task
 from .tasks import ConnKey, Frame, Settings, rotated_frames, rotated_rows, task_rows
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def plan_local(
@@ -44,5 +48,19 @@ def local_rows(
     settings: Settings,
     split_size: int = DEFAULT_SPLIT,
     file_schemas: Sequence[Schema] = (),
-) -> Iterator[Row]:
-    return plan_rows(plan_local(inputs, settings, split_size, file_schemas))
+) -> Iterator[dict[str, Any]]:
+    """The rows of the inputs, each a dict of its columns (for readers and tests)."""
+    for row in plan_rows(plan_local(inputs, settings, split_size, file_schemas)):
+        yield row_dict(row)
+
+
+def local_batches(
+    inputs: Sequence[InputFile],
+    settings: Settings,
+    split_size: int = DEFAULT_SPLIT,
+    file_schemas: Sequence[Schema] = (),
+) -> Iterator[pa.RecordBatch]:
+    """The rows of the inputs as Arrow record batches, as the Spark tasks make them."""
+    from .arrow import record_batches
+
+    return record_batches(plan_rows(plan_local(inputs, settings, split_size, file_schemas)))

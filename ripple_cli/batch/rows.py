@@ -1,9 +1,12 @@
 """One row per decoded message or problem: the table `ripple export` writes.
 
 Pure: a `RowBuilder` (one per stream direction) turns the decoder's
-`Message`s and `Problem`s into flat dicts of the columns in `COLUMNS`.  The
-in-process path and the Spark tasks both build their rows here, so the two
-cannot disagree on a value.
+`Message`s and `Problem`s into rows.  The in-process path and the Spark
+tasks both build their rows here, so the two cannot disagree on a value.
+
+A row is a tuple of the values of `COLUMNS`, in that order: built at once,
+with no per-column name lookups, and turned into Arrow columns by one
+transpose (arrow.py); `row_dict` names its values for readers.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ripple_cli.capture.events import StreamId
+from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.delta import CompiledSchema
 from ripple_cli.codec.fast import speedups
 from ripple_cli.codec.fast.program import compile_program
 from ripple_cli.codec.jsonview import body_to_json, iso_time, type_name
-from ripple_cli.codec.messages import CheckpointAck, DeltaMsg, DeltaView, Handshake, Heartbeat, read_delta_msg
+from ripple_cli.codec.messages import CheckpointAck, DeltaMsg, DeltaView, Handshake, Heartbeat
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.stream import Message
 from ripple_cli.sexp.write import to_string
@@ -26,7 +30,7 @@ from ripple_cli.sexp.write import to_string
 if TYPE_CHECKING:
     from ripple_cli.codec.fast._speedups import Program
 
-Row = dict[str, Any]
+Row = tuple[Any, ...]  # the values of COLUMNS, in order
 
 # (name, type) in table order.  Types are Arrow/Spark names: string, int32,
 # int64, bool.  Times are kept as nanoseconds (int64): Spark's timestamps
@@ -66,6 +70,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 COLUMN_TYPES = dict(COLUMNS)
+PROBLEM = COLUMN_NAMES.index("problem")
+
+
+def row_dict(row: Row) -> dict[str, Any]:
+    return dict(zip(COLUMN_NAMES, row, strict=True))
 
 
 def _text(b: bytes) -> str:
@@ -74,22 +83,19 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "backslashreplace")
 
 
-def _json(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# json.dumps with these arguments, without building an encoder per call
+# (check_circular off: decoded values are trees).
+_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False).encode
 
 
-def delta_texts(body: DeltaView, payload: bytes, prog: Program | None) -> tuple[bytes, bytes]:
-    """The key's and the delta's canonical text.  The fast lane's C printer
-    (`prog`, when built) writes them from the payload's bytes, the same text
-    as the Python printer (tests/property/test_prop_fast.py) in a fraction
-    of the time."""
-    if prog is not None:
-        raw = read_delta_msg(payload)
-        key, delta = prog.key_text(raw.key), prog.delta_text(raw.delta_bytes)
-        if key is not None and delta is not None:
-            return key, delta
-    s = body.schema
-    return to_string(s.key.to_sexp(body.key)), to_string(s.delta_to_sexp(body.delta))
+def delta_bytes(payload: bytes) -> tuple[bytes, bytes]:
+    """A Delta payload's key and delta, still encoded.  Only for payloads
+    the decoder has read whole: nothing is checked twice."""
+    n, pos = bp.read_nat0(payload, 0)  # source_output
+    n, pos = bp.read_nat0(payload, pos + n)
+    key = payload[pos : pos + n]
+    n, pos = bp.read_nat0(payload, pos + n)
+    return key, payload[pos : pos + n]
 
 
 def event_hour(time_ns: int | None) -> str | None:
@@ -101,27 +107,25 @@ def event_hour(time_ns: int | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Where:
-    """Where a stream's rows come from: constant columns of each row."""
+    """Where a stream's rows come from: the first columns of each row."""
 
     capture_file: str
     stream: StreamId | None = None
 
     def columns(self) -> Row:
+        """capture_file, connection, direction, src, dst."""
         st = self.stream
         if st is None:
-            return {"capture_file": self.capture_file, "connection": None, "direction": None, "src": None, "dst": None}
+            return (self.capture_file, None, None, None, None)
         src, dst = (st.client, st.server) if st.from_client else (st.server, st.client)
-        return {
-            "capture_file": self.capture_file,
-            "connection": st.connection,
-            "direction": st.direction,
-            "src": str(src),
-            "dst": str(dst),
-        }
+        return (self.capture_file, st.connection, st.direction, str(src), str(dst))
 
 
-def empty_row() -> Row:
-    return dict.fromkeys(COLUMN_NAMES)
+# The columns a message row leaves empty: problem, problem_detail, severity,
+# skipped; and those of a Delta, for the other types.
+_NO_PROBLEM = (None, None, None, None)
+_NO_DELTA = (None,) * 8
+KEY_CACHE = 1 << 16  # keys whose text and JSON a builder keeps
 
 
 class RowBuilder:
@@ -131,11 +135,31 @@ class RowBuilder:
 
     def __init__(self, where: Where, worker: bytes | None = None) -> None:
         self.where = where
-        self.worker = worker
         self._base = where.columns()
-        self._programs: dict[int, Program | None] = {}  # id(CompiledSchema) -> its C program
+        self.worker = worker
+        self._worker_text = None if worker is None else _text(worker)
+        # Keyed by the CompiledSchema itself (identity): holding it keeps it
+        # alive, so a key is never reused for another schema.
+        self._programs: dict[CompiledSchema, Program | None] = {}
+        # A key's canonical text and JSON, by schema and encoded key: keys
+        # repeat (the same instruments, accounts, desks), and printing them
+        # costs more than looking them up.
+        self._keys: dict[tuple[CompiledSchema, bytes], tuple[str, str]] = {}
+        self._fingerprints: dict[bytes, str] = {}
         self._second: int | None = None  # the last envelope time's second, and its text
         self._second_text = ""
+
+    def place(self, where: Where) -> None:
+        """The rows from now on are attributed to `where` (a rotated
+        connection's rows, to the file each part was captured in)."""
+        if where != self.where:
+            self.where = where
+            self._base = where.columns()
+
+    def _set_worker(self, worker: bytes) -> None:
+        if worker != self.worker:
+            self.worker = worker
+            self._worker_text = _text(worker)
 
     def _time(self, time_ns: int) -> str:
         # Messages come many to a second: format the date once per second.
@@ -147,81 +171,117 @@ class RowBuilder:
             self._second, self._second_text = sec, t[:19]
         return f"{self._second_text}.{frac:09d}Z"
 
+    def _fingerprint(self, fingerprint: bytes) -> str:
+        text = self._fingerprints.get(fingerprint)
+        if text is None:
+            text = self._fingerprints[fingerprint] = _text(fingerprint)
+        return text
+
     def _program(self, schema: CompiledSchema) -> Program | None:
         # Looked up once per schema: hashing a Schema (compile_program's
         # cache key) costs more than printing a row.
-        sid = id(schema)
-        if sid not in self._programs:
-            self._programs[sid] = compile_program(schema.schema) if speedups() is not None else None
-        return self._programs[sid]
+        if schema not in self._programs:
+            self._programs[schema] = compile_program(schema.schema) if speedups() is not None else None
+        return self._programs[schema]
+
+    def _delta(self, body: DeltaView, payload: bytes) -> tuple[Any, ...]:
+        """key, key_json, delta, delta_json: the texts by the fast lane's C
+        printer when it is built (the same text as the Python printer,
+        tests/property/test_prop_fast.py, in a fraction of the time)."""
+        s = body.schema
+        raw_key, raw_delta = delta_bytes(payload)
+        prog = self._program(s)
+        known = self._keys.get((s, raw_key))
+        if known is None:
+            text = prog.key_text(raw_key) if prog is not None else None
+            if text is None:
+                text = to_string(s.key.to_sexp(body.key))
+            if len(self._keys) >= KEY_CACHE:
+                self._keys.clear()
+            known = self._keys[(s, raw_key)] = (_text(text), _json(s.key.to_json(body.key)))
+        delta = prog.delta_text(raw_delta) if prog is not None else None
+        if delta is None:
+            delta = to_string(s.delta_to_sexp(body.delta))
+        return (*known, _text(delta), _json(s.delta_to_json(body.delta)))
 
     def message(self, msg: Message, capture_time_ns: int | None) -> Row:
         f = msg.frame
         body = msg.body
-        row = empty_row()
-        row.update(self._base)
         if isinstance(body, Handshake):
-            self.worker = body.source_worker_id
-        row.update(
-            offset=f.offset,
-            capture_time_ns=capture_time_ns,
-            seq=f.seq,
-            time_ns=f.time_ns,
-            time=(time := self._time(f.time_ns)),
-            schema=_text(f.fingerprint),
-            flags=f.flags,
-            type=type_name(f.tag),
-            size=f.size,
-            payload_length=len(f.payload),
-            crc_ok=True,
-            worker=None if self.worker is None else _text(self.worker),
-            event_hour=time[:13] if time.endswith("Z") else None,
+            self._set_worker(body.source_worker_id)
+        time = self._time(f.time_ns)
+        head = (
+            *self._base,
+            f.offset,
+            capture_time_ns,
+            f.seq,
+            f.time_ns,
+            time,
+            self._fingerprint(f.fingerprint),
+            f.flags,
+            type_name(f.tag),
+            f.size,
+            len(f.payload),
+            True,  # crc_ok
+            *_NO_PROBLEM,
         )
+        hour = time[:13] if time.endswith("Z") else None
         if isinstance(body, DeltaView):
-            s = body.schema
-            key, delta = delta_texts(body, f.payload, self._program(s))
-            row.update(
-                source_output=_text(body.source_output),
-                key=_text(key),
-                key_json=_json(s.key.to_json(body.key)),
-                delta=_text(delta),
-                delta_json=_json(s.delta_to_json(body.delta)),
-                schema_known=True,
-                sequence_no=body.sequence_no,
-                watermark_ns=body.watermark_ns,
+            key, key_json, delta, delta_json = self._delta(body, f.payload)
+            return (
+                *head,
+                self._worker_text,
+                _text(body.source_output),
+                key,
+                key_json,
+                delta,
+                delta_json,
+                True,  # schema_known
+                body.sequence_no,
+                body.watermark_ns,
+                None,  # msg_json
+                hour,
             )
-        elif isinstance(body, DeltaMsg):
-            row.update(
-                source_output=_text(body.source_output),
-                key=_text(to_string(body.key)),
-                key_json=_json({"base64": base64.b64encode(body.key).decode()}),
-                delta=_text(to_string(body.delta_bytes)),
-                delta_json=_json({"base64": base64.b64encode(body.delta_bytes).decode()}),
-                schema_known=False,
-                sequence_no=body.sequence_no,
-                watermark_ns=body.watermark_ns,
+        if isinstance(body, DeltaMsg):
+            return (
+                *head,
+                self._worker_text,
+                _text(body.source_output),
+                _text(to_string(body.key)),
+                _json({"base64": base64.b64encode(body.key).decode()}),
+                _text(to_string(body.delta_bytes)),
+                _json({"base64": base64.b64encode(body.delta_bytes).decode()}),
+                False,  # schema_known
+                body.sequence_no,
+                body.watermark_ns,
+                None,  # msg_json
+                hour,
             )
-        else:
-            if isinstance(body, (Heartbeat, CheckpointAck)):
-                row["worker"] = _text(body.worker_id)
-            row["msg_json"] = _json(body_to_json(body))
-        return row
+        worker = _text(body.worker_id) if isinstance(body, (Heartbeat, CheckpointAck)) else self._worker_text
+        return (*head, worker, *_NO_DELTA, _json(body_to_json(body)), hour)
 
     def problem(self, p: Problem, capture_time_ns: int | None) -> Row:
-        row = empty_row()
-        row.update(self._base)
-        row.update(
-            offset=p.offset if p.offset >= 0 else None,
-            capture_time_ns=capture_time_ns,
-            seq=p.seq,
-            crc_ok=False if p.kind == "crc_mismatch" else None,
-            problem=p.kind,
-            problem_detail=p.detail,
-            severity=p.severity.value,
-            skipped=p.skipped,
-            worker=None if self.worker is None else _text(self.worker),
+        return (
+            *self._base,
+            p.offset if p.offset >= 0 else None,
+            capture_time_ns,
+            p.seq,
+            None,  # time_ns ... payload_length: a problem has no envelope
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            False if p.kind == "crc_mismatch" else None,
+            p.kind,
+            p.detail,
+            p.severity.value,
+            p.skipped,
+            self._worker_text,
+            *_NO_DELTA,
+            None,  # msg_json
             # A problem has no envelope time; its capture time, when there is
             # one, files it (the same in every task, whatever the split).
-            event_hour=event_hour(capture_time_ns),
+            event_hour(capture_time_ns),
         )
-        return row

@@ -278,14 +278,11 @@ def rotated_rows(group: Rotated, frames: Iterable[Frame], settings: Settings) ->
         b = builders.get(st)
         if b is None:
             b = builders[st] = RowBuilder(Where(name, st))
+        b.place(group.where(st, origin.time_ns))
         if isinstance(item, Message):
-            row = b.message(item, origin.time_ns)
+            yield b.message(item, origin.time_ns)
         elif isinstance(item, Problem):
-            row = b.problem(item, origin.time_ns)
-        else:
-            continue
-        row.update(group.where(st, origin.time_ns).columns())
-        yield row
+            yield b.problem(item, origin.time_ns)
 
 
 def _all_outputs(demux: Demux, events: Iterable[CaptureEvent]) -> Iterator[Output]:

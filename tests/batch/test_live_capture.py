@@ -32,7 +32,7 @@ def test_export_of_a_tcpdump_capture(spark: object, tmp_path: Path) -> None:
     assert len(rows) == 2 * 300 + 2
     assert all(r["problem"] is None and r["capture_time_ns"] is not None for r in rows)
     key = repr
-    in_process = [tuple(r.values()) for r in local_rows(discover([str(path)]), Settings())]
+    in_process = [tuple(r[c] for c in COLUMN_NAMES) for r in local_rows(discover([str(path)]), Settings())]
     assert sorted((tuple(r[c] for c in COLUMN_NAMES) for r in rows), key=key) == sorted(in_process, key=key)
 
     raw = [

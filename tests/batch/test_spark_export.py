@@ -36,7 +36,9 @@ def table_rows(out: Path, fmt: str = "parquet") -> list[Row]:
 
 
 def in_process_rows(inputs: list[str], split_size: int) -> list[Row]:
-    return _sorted(tuple(r.values()) for r in local_rows(discover(inputs), Settings(), split_size=split_size))
+    return _sorted(
+        tuple(r[c] for c in COLUMN_NAMES) for r in local_rows(discover(inputs), Settings(), split_size=split_size)
+    )
 
 
 def export(inputs: list[str], out: Path, *args: str) -> None:
