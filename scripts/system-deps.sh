@@ -11,8 +11,12 @@ packages=(
   tcpdump groff-base
 )
 # Spark (ripple export/stats, tests/batch) runs on Java 17 or 21: a headless
-# JRE when no java is on the PATH (Debian 12 has 17; later releases 21).
-if ! command -v java >/dev/null 2>&1; then
+# JRE when no java is on the PATH, or one older than 17 (Debian 12 has 17;
+# later releases 21; the newer JRE becomes the default java).
+java_major() {
+  java -version 2>&1 | sed -n '1s/.*version "\([0-9]*\).*/\1/p'
+}
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
   jre=openjdk-17-jre-headless
   if ! apt-cache show "$jre" >/dev/null 2>&1 && apt-cache show openjdk-21-jre-headless >/dev/null 2>&1; then
     jre=openjdk-21-jre-headless
