@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -23,7 +25,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.schema import Schema
-from ripple_cli.errors import RippleError, UsageProblem
+from ripple_cli.errors import EXIT_UNREADABLE, RippleError, UsageProblem
 
 from .inputs import InputFile
 from .plan import Plan, decode_plan, scan_tasks
@@ -38,7 +40,10 @@ if TYPE_CHECKING:
 
 
 class SparkFailed(RippleError):
-    """The Spark job failed (an executor lost, a cluster unreachable)."""
+    """Spark could not start, or the job failed (an executor lost, a
+    cluster unreachable): the run could not read its inputs."""
+
+    exit_code = EXIT_UNREADABLE  # as ripple-export(1) documents
 
 
 def spark_types() -> Any:
@@ -86,6 +91,7 @@ def start_session(master: str, conf: Sequence[tuple[str, str]]) -> Session:
     active = SparkContext._active_spark_context
     if active is not None:
         return Session(SparkSession(active), owned=False, log_path=None)
+    _require_java()
     given = dict(conf)
     if master.startswith("local") and "spark.pyspark.python" not in given:
         # Embedded Spark runs its Python workers with this interpreter, the
@@ -115,9 +121,39 @@ def start_session(master: str, conf: Sequence[tuple[str, str]]) -> Session:
             )
             sc = SparkContext(conf=spark_conf, gateway=gateway)
     except Exception as e:  # no Java, a bad master URL, a cluster that does not answer
-        raise SparkFailed(f"spark: cannot start on {master}: {_first_line(e)} (the JVM's log: {log_path})") from None
+        cause = _jvm_cause(log_path) or _first_line(e)
+        raise SparkFailed(f"spark: cannot start on {master}: {cause} (the JVM's log: {log_path})") from None
     sc.setLogLevel("ERROR")
     return Session(SparkSession(sc), owned=True, log_path=log_path)
+
+
+def _require_java() -> None:
+    """Spark's driver is a JVM, on a cluster too: say so plainly when there
+    is no Java to start it with (PySpark's own error names a bash line)."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        if not os.access(os.path.join(home, "bin", "java"), os.X_OK):
+            raise SparkFailed(f"spark: JAVA_HOME={home} has no bin/java: point it at a Java 17 or 21")
+    elif shutil.which("java") is None:
+        raise SparkFailed("spark: no java on the PATH: install Java 17 or 21 (make system-deps does), or set JAVA_HOME")
+
+
+# A JVM exception's message in its log: `... org.apache.spark.SparkException: Master must ...`.
+_JVM_EXCEPTION = re.compile(r"(?:^|\s)(?:[\w$]+\.)+[\w$]*(?:Exception|Error): (.+)")
+
+
+def _jvm_cause(log_path: str) -> str | None:
+    """Why the JVM gave up, from its log: when it exits before PySpark can
+    talk to it, PySpark only says that it exited."""
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = _JVM_EXCEPTION.search(line)
+                if m:
+                    return m.group(1).strip()[:300]
+    except OSError:
+        pass
+    return None
 
 
 def _first_line(e: BaseException) -> str:
