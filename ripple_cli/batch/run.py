@@ -106,7 +106,8 @@ class BatchRun:
         raw = sum(1 for i in self.inputs if not i.is_capture)
         caps = len(self.inputs) - raw
         size = sum(i.size for i in self.inputs)
-        rotated = f", {len(plan.rotated)} rotated connections" if plan.rotated else ""
+        n = len(plan.rotated)
+        rotated = f", {n} rotated connection{'' if n == 1 else 's'}" if n else ""
         return (
             f"{len(self.inputs)} files ({raw} raw, {caps} captures), {size:,} bytes, "
             f"{len(plan.tasks)} tasks{rotated}, {len(plan.settings.schemas)} schemas"

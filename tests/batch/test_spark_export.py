@@ -94,9 +94,18 @@ def text_table_rows(out: Path, fmt: str) -> list[Row]:
 
 def test_export_jsonl_and_csv_read_back_exactly(spark: object, mixed_dir: Path, tmp_path: Path) -> None:
     expected = in_process_rows([str(mixed_dir)], 8192)
+    size = sum(p.stat().st_size for p in mixed_dir.rglob("*") if p.is_file() and p.name != ".hidden")
     for fmt in ("jsonl", "csv"):
         out = tmp_path / fmt
-        export([str(mixed_dir)], out, "-F", fmt, "--split-size", "8192")
+        res = run_cli(["export", "-F", fmt, "--split-size", "8192", str(mixed_dir), "-o", str(out)])
+        assert res.code == 0, res.stderr
+        # The summary on stderr (no progress bar: stderr is not a terminal);
+        # 13 tasks: 5 ranges of each raw stream (37 KB), one per capture.
+        summary = (
+            f"export: 5 files (2 raw, 3 captures), {size:,} bytes, 13 tasks, 1 rotated connection, 4 schemas; "
+            f"1,198 messages, 4 problems -> {out} ({fmt}) in "
+        )
+        assert res.stderr.startswith(summary) and res.stderr.endswith(" s\n"), res.stderr
         assert not [p for p in out.iterdir() if p.is_dir()]  # not partitioned by default
         assert text_table_rows(out, fmt) == expected, fmt
 
