@@ -31,6 +31,7 @@ from .inputs import InputFile
 from .plan import Plan, decode_plan, scan_tasks
 from .rows import COLUMNS, PROBLEM, Row
 from .scan import ScanResult, scan_task
+from .stats import STATS_COLUMNS, Record, StatsOptions, Timelines, assemble, bucket_ns, queries, timeline_queries
 from .tasks import RotatedPart, Settings, Task, rotated_frames, rotated_rows, task_rows
 
 if TYPE_CHECKING:
@@ -342,26 +343,27 @@ class ProgressWatcher:
 # ------------------------------------------------------------------ stats
 
 
-def run_stats(spark: SparkSession, frame: DataFrame, opts: Any, plots: bool) -> tuple[Any, Any]:
+def run_stats(
+    spark: SparkSession, frame: DataFrame, opts: StatsOptions, plots: bool
+) -> tuple[Record, Timelines | None]:
     """The stats report (stats.assemble) and, for plots, the timelines.
     The rows are decoded once, kept (memory, then disk) for the queries."""
     from pyspark import StorageLevel
-
-    from .stats import STATS_COLUMNS, assemble, bucket_ns, queries, timeline_queries
 
     lean = frame.select(*STATS_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         lean.createOrReplaceTempView("rows")
 
-        def run(qs: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+        def run(qs: dict[str, str]) -> dict[str, list[Record]]:
             return {name: [r.asDict(recursive=True) for r in spark.sql(q).collect()] for name, q in qs.items()}
 
         report = assemble(run(queries(opts)), opts)
-        timelines = None
+        timelines: Timelines | None = None
         if plots:
             ov = report["overview"]
-            report["bucket_ns"] = bucket_ns(ov["first_ns"], ov["last_ns"])
-            timelines = run(timeline_queries(report["bucket_ns"]))
+            bucket = bucket_ns(ov["first_ns"], ov["last_ns"])
+            found = run(timeline_queries(bucket))
+            timelines = Timelines(bucket, found["rate"], found["lag_timeline"])
         return report, timelines
     finally:
         lean.unpersist()

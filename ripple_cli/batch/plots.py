@@ -8,7 +8,7 @@ from typing import Any
 
 from ripple_cli.errors import UsageProblem
 
-from .stats import NS, Record
+from .stats import NS, Record, Timelines
 
 PLOTS = ("rate.png", "watermark_lag.png", "gaps.png")
 
@@ -28,7 +28,7 @@ def _t(ns: int, t0: int) -> float:
     return (ns - t0) / NS
 
 
-def write_plots(directory: str, report: Record, timelines: dict[str, list[Record]]) -> list[str]:
+def write_plots(directory: str, report: Record, timelines: Timelines) -> list[str]:
     """rate.png: messages per second over time, per stream; watermark_lag.png:
     the largest lag per bucket, per output; gaps.png: the Delta sequence gaps
     on a timeline, per (worker, output).  Time in seconds from the first
@@ -36,7 +36,7 @@ def write_plots(directory: str, report: Record, timelines: dict[str, list[Record
     plt = require_matplotlib()
     os.makedirs(directory, exist_ok=True)
     t0 = report["overview"]["first_ns"] or 0
-    bucket = report.get("bucket_ns", NS)
+    bucket = timelines.bucket_ns
     paths = []
 
     def save(fig: Any, name: str, title: str, ylabel: str) -> None:
@@ -54,7 +54,7 @@ def write_plots(directory: str, report: Record, timelines: dict[str, list[Record
 
     fig, ax = plt.subplots(figsize=(10, 4.5))
     series: dict[str, tuple[list[float], list[float]]] = {}
-    for r in timelines["rate"]:
+    for r in timelines.rate:
         xs, ys = series.setdefault(r["stream"], ([], []))
         xs.append(_t(r["t"], t0))
         ys.append(r["messages"] * NS / bucket)
@@ -64,7 +64,7 @@ def write_plots(directory: str, report: Record, timelines: dict[str, list[Record
 
     fig, ax = plt.subplots(figsize=(10, 4.5))
     series = {}
-    for r in timelines["lag_timeline"]:
+    for r in timelines.lag:
         xs, ys = series.setdefault(str(r["output"]), ([], []))
         xs.append(_t(r["t"], t0))
         ys.append(r["max_lag"] / 1e6)

@@ -169,6 +169,16 @@ def bucket_ns(first_ns: int | None, last_ns: int | None, buckets: int = 200) -> 
     return 86400 * NS
 
 
+@dataclass(frozen=True)
+class Timelines:
+    """What the plots draw (`--plot`): not part of the report, so that the
+    JSON is the same with or without charts."""
+
+    bucket_ns: int
+    rate: list[Record]  # stream, t, messages
+    lag: list[Record]  # output, t, max_lag, mean_lag
+
+
 def timeline_queries(bucket: int) -> dict[str, str]:
     """What the plots draw, per time bucket of envelope time."""
     return {

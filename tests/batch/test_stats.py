@@ -70,6 +70,21 @@ def test_stats_by_type_against_hand_computed_figures(inputs: StatsInputs, by_typ
         "peak_per_second": 11,  # second 0: Handshake, negotiation, heartbeat, 8 Deltas
     }
     assert (r["v"], r["by"], r["silence_ns"]) == (1, "type", 10 * S)
+    # The same shape with or without --plot.
+    assert list(r) == [
+        "v",
+        "by",
+        "silence_ns",
+        "overview",
+        "groups",
+        "problems",
+        "sequences",
+        "gaps",
+        "watermark_lag",
+        "heartbeats",
+        "silences",
+        "top_keys",
+    ]
     assert r["groups"] == [
         {
             "name": "Delta",
