@@ -163,9 +163,10 @@ class RcpStream(BufferedStream):
         p = self._pos
         n = len(buf)
         limit = self.max_payload
-        nl = buf.find(b"\n", max(p, self._scanned - self._base), min(n, p + limit + 1))
+        end = min(n, p + limit + 1)
+        nl = buf.find(b"\n", max(p, self._scanned - self._base), end)
         if nl < 0:
-            self._scanned = self._base + n
+            self._scanned = self._base + end  # only this far: a line after an oversize one starts before n
             if n - p > limit:
                 self._open_damage(p, "oversize", f"JSON line longer than the limit of {limit} bytes")
                 self.jsonl = True  # resynchronise on the next line

@@ -376,3 +376,17 @@ def test_a_larger_max_payload_decodes_above_rcps_limit_and_says_so() -> None:
     items = decode(line + b"\n", from_client=None, max_payload=32 << 20)
     assert [(i.offset, i.kind) for i in items if isinstance(i, Problem)] == [(0, "oversize")]
     assert DISSECTOR.encode(messages(items)[0].text) == line + b"\n"
+
+
+def test_a_line_after_an_oversize_line_is_found_in_the_same_chunk() -> None:
+    # Found by hypothesis: the oversize line's search stops at the limit, so
+    # the newline of the line after it (in the same chunk) must still be seen.
+    long_line = b'{"type":"response","id":"1","status":"ok","result":"' + b"x" * 400 + b'"}\n'
+    short = b'{"type":"request","id":"2","op":"BYE"}\n'
+    for chunks in ([long_line + short], bytewise(long_line + short)):
+        s = RcpStream(DissectOptions(max_payload=300), True)
+        items = [i for c in chunks for i in s.feed(c)] + s.finish()
+        assert [(i.offset, i.kind if isinstance(i, Problem) else i.type) for i in items] == [
+            (0, "oversize"),
+            (len(long_line), "JsonLine"),
+        ]
