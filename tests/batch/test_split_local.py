@@ -12,12 +12,13 @@ import pytest
 from ripple_cli.batch import split
 from ripple_cli.batch.inputs import discover
 from ripple_cli.batch.local import local_rows, plan_local
-from ripple_cli.batch.rows import row_dict
+from ripple_cli.batch.rows import COLUMN_NAMES, row_dict
 from ripple_cli.batch.split import bytes_reader, first_envelope, plan_ranges
 from ripple_cli.batch.tasks import RawRange, Settings, raw_range_rows
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
 from ripple_cli.errors import InputUnreadable
 from tests.batch.conftest import DEMO, damaged_demo
+from tests.batch.streams import MS, at, write_stats_inputs
 from tests.conftest import run_cli
 
 
@@ -170,3 +171,75 @@ def test_plan_finds_handshakes_and_rotated_connections(mixed_dir: Path) -> None:
     assert len(ranges) == 10 + 10
     # Ranges after the Handshake at offset 0 know their worker.
     assert {t.worker for t in ranges if t.start > 0} == {b"md-worker-07"}
+
+
+def test_rows_column_by_column(tmp_path: Path) -> None:
+    """Rows are tuples in column order: each value under its column's name,
+    for a Delta, a problem, a Delta without a schema, and a capture's
+    Heartbeat (its own worker) and Schema_negotiation (no worker)."""
+    inputs = write_stats_inputs(tmp_path)
+    raw = str(inputs.raw)
+    rows = list(local_rows(discover([raw]), Settings()))
+    nothing = dict.fromkeys(COLUMN_NAMES)
+    where = {"capture_file": raw}
+    envelope = {"flags": 0, "crc_ok": True, "event_hour": "2024-06-20T16", "worker": "w3"}
+    assert rows[1] == nothing | where | envelope | {
+        "offset": 85,
+        "seq": 2,
+        "time_ns": at("20.1"),
+        "time": "2024-06-20T16:13:40.100000000Z",
+        "schema": "px/v1",
+        "type": "Delta",
+        "size": 92,
+        "payload_length": 29,
+        "source_output": "px",
+        "key": "IBM",
+        "key_json": '"IBM"',
+        "delta": "(Set((price 1.5)))",
+        "delta_json": '{"op":"set","row":{"price":1.5}}',
+        "schema_known": True,
+        "sequence_no": 1,
+        "watermark_ns": at("20.1") - 7 * MS,
+    }
+    assert rows[2] == nothing | where | {
+        "offset": 177,
+        "crc_ok": False,
+        "problem": "crc_mismatch",
+        "problem_detail": "CRC mismatch: stored 54259a54, computed ab259a54",
+        "severity": "error",
+        "skipped": 96,
+        "worker": "w3",
+    }
+    # Without the Handshake no schema: the key and delta as raw bytes.
+    alone = tmp_path / "alone.ripple"
+    alone.write_bytes(inputs.streams[raw][1].data)
+    [row] = list(local_rows(discover([str(alone)]), Settings()))
+    assert {
+        c: row[c] for c in ("worker", "key", "key_json", "delta", "delta_json", "schema_known", "watermark_ns")
+    } == {
+        "worker": None,
+        "key": '"\\003IBM"',  # the bin_prot string: its length, then IBM
+        "key_json": '{"base64":"A0lCTQ=="}',
+        "delta": '"\\000\\000\\000\\000\\000\\000\\000\\248?"',
+        "delta_json": '{"base64":"AAAAAAAAAPg/"}',
+        "schema_known": False,
+        "watermark_ns": at("20.1") - 7 * MS,
+    }
+    capture = list(local_rows(discover([str(inputs.pcap)]), Settings()))
+    heartbeat = next(r for r in capture if r["type"] == "Heartbeat")
+    assert {c: heartbeat[c] for c in ("connection", "direction", "src", "dst", "capture_time_ns", "worker")} == {
+        "connection": 1,
+        "direction": "c2s",
+        "src": "10.1.0.1:41001",
+        "dst": "10.1.0.2:7400",
+        "capture_time_ns": at("0.1") + MS,
+        "worker": "w1",
+    }
+    assert heartbeat["msg_json"] == f'{{"worker_id":"w1","timestamp_ns":{at("0.1")},"load":0.5}}'
+    [answer] = [r for r in capture if r["direction"] == "s2c"]
+    assert (answer["type"], answer["src"], answer["worker"], answer["msg_json"]) == (
+        "Schema_negotiation",
+        "10.1.0.2:7400",
+        None,
+        '{"ok":true,"errors":[]}',
+    )
