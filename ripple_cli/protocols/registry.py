@@ -14,10 +14,10 @@ from ripple_cli.protocols.base import Dissector
 # name -> "module:ClassName"; the order is the order of --list-protocols.
 PROTOCOLS: dict[str, str] = {
     "ripple": "ripple_cli.protocols.ripple:RippleDissector",
-    "reactive-streams": "ripple_cli.protocols.reactive_streams:ReactiveStreamsDissector",
     "lumberjack": "ripple_cli.protocols.lumberjack:LumberjackDissector",
     "rcp": "ripple_cli.protocols.rcp:RcpDissector",
     "pravega": "ripple_cli.protocols.pravega:PravegaDissector",
+    "reactive-streams": "ripple_cli.protocols.reactive_streams:ReactiveStreamsDissector",
 }
 
 AUTO = "auto"
