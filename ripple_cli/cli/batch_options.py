@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ripple_cli.cli.options import ByteSize, max_payload_option, schemas_option
+from ripple_cli.cli.options import ByteSize, max_flows_option, max_payload_option, ports_option, schemas_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,21 +41,8 @@ def batch_options(f: F) -> F:
                 show_default="64M",
                 help="Raw streams are decoded in byte ranges of this size, in parallel.",
             ),
-            click.option(
-                "--port",
-                "ports",
-                multiple=True,
-                type=click.IntRange(1, 65535),
-                metavar="P",
-                help="Capture connections on this TCP port carry Ripple (repeatable). Default: detect by content.",
-            ),
-            click.option(
-                "--max-flows",
-                type=click.IntRange(min=1),
-                default=10000,
-                show_default=True,
-                help="Open connections kept at once per capture.",
-            ),
+            ports_option("Capture connections on this TCP port carry Ripple (repeatable). Default: detect by content."),
+            max_flows_option("Open connections kept at once per capture."),
             max_payload_option,
             click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr."),
         )

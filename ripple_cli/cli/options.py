@@ -144,17 +144,22 @@ def filter_option(f: F) -> F:
     )(f)
 
 
+def ports_option(help_text: str) -> Callable[[F], F]:
+    """--port P (repeatable): which capture connections; the help says what
+    the command does with them."""
+    return click.option("--port", "ports", multiple=True, type=click.IntRange(1, 65535), metavar="P", help=help_text)
+
+
+def max_flows_option(help_text: str) -> Callable[[F], F]:
+    return click.option("--max-flows", type=click.IntRange(min=1), default=10000, show_default=True, help=help_text)
+
+
 def capture_options(f: F) -> F:
     """How captures (pcap, pcapng) are read; ignored for raw streams."""
     return _compose(
-        click.option(
-            "--port",
-            "ports",
-            multiple=True,
-            type=click.IntRange(1, 65535),
-            metavar="P",
-            help="Only connections on this TCP port, decoded without detection: as --protocol, else as the "
-            "protocol registered for the port, else as Ripple (repeatable). Default: all, detected by content.",
+        ports_option(
+            "Only connections on this TCP port, decoded without detection: as --protocol, else as the "
+            "protocol registered for the port, else as Ripple (repeatable). Default: all, detected by content."
         ),
         click.option(
             "--stream",
@@ -162,13 +167,7 @@ def capture_options(f: F) -> F:
             metavar="ID",
             help="Only this connection of a capture: N (both directions) or N:c2s / N:s2c.",
         ),
-        click.option(
-            "--max-flows",
-            type=click.IntRange(min=1),
-            default=10000,
-            show_default=True,
-            help="Open connections kept at once; the idlest beyond it is evicted with a note.",
-        ),
+        max_flows_option("Open connections kept at once; the idlest beyond it is evicted with a note."),
     )(f)
 
 
