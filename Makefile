@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test test-pure lint unit interop bench bench-memory bench-deps bench-spark system-deps npm-peers clean
 
 # setup.py and the C sources: reinstalling rebuilds the fast lane's extension.
-$(STAMP): pyproject.toml setup.py $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h)
+$(STAMP): pyproject.toml setup.py $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'

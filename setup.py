@@ -17,6 +17,8 @@ setup(
             sources=[f"{FAST}/_speedups.c"],
             depends=[f"{FAST}/binprot.h", f"{FAST}/crc32c.h", f"{FAST}/sexpout.h"],
             optional=True,
-        )
+        ),
+        # The tap relay's event loop (ripple_cli/tap/relay.py runs its asyncio one without it).
+        Extension("ripple_cli.tap._relayloop", sources=["ripple_cli/tap/_relayloop.c"], optional=True),
     ]
 )

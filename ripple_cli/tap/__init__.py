@@ -1,7 +1,9 @@
 """`ripple tap`: watch Ripple traffic live, as a transparent TCP proxy or by
 sniffing an interface, without ever slowing or altering it.
 
-    relay.py    the forwarding process (proxy mode): asyncio, nothing else
+    relay.py    the forwarding process (proxy mode): its listening sockets, and
+                its event loop in asyncio (RIPPLE_PURE=1, or no C extension)
+    _relayloop.c  the same event loop in C, used when built
     records.py  what the relay tells the tap: connections, copies, gaps, ends
     proxy.py    the relay as a source of capture events
     sniff.py    tcpdump as a source of capture events and packets

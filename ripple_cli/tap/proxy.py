@@ -74,6 +74,7 @@ class ProxySource:
     """Starts the relay; its records become capture events."""
 
     synthesize = True  # -w records frames synthesized from the stream events
+    holds_backlog = True  # the relay holds copies for the reader, up to --buffer
 
     def __init__(self, listen: HostPort, upstream: HostPort, max_connections: int, buffer: int) -> None:
         if upstream.host is None:

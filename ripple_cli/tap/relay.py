@@ -18,6 +18,11 @@ Closing follows a plain relay: a FIN from one side is passed on as a
 shutdown(SHUT_WR) to the other, the sockets close once both directions are
 done; a reset or an error on one side resets the other.
 
+The loop itself comes in two lanes with the same records and closing
+rules: `_relayloop` (C, built from _relayloop.c next to this file, used when
+it is there) and the asyncio loop below (RIPPLE_PURE=1, or where the C
+extension could not be built).  The tests run the tap through both.
+
     python -m ripple_cli.tap.relay CONFIG_JSON
 """
 
@@ -34,8 +39,10 @@ import struct
 import sys
 import time
 from dataclasses import asdict, dataclass
+from types import ModuleType
 from typing import Any, cast
 
+from ripple_cli.codec.fast import pure_requested
 from ripple_cli.tap.records import (
     DATA,
     END,
@@ -56,6 +63,8 @@ _PIPE_SIZE = 1 << 20
 _WRITE_HIGH_WATER = 1 << 20  # per socket: read from one side while the other takes this much
 _STOP_GRACE = 2.0  # seconds for open connections to flush and close when the tap stops
 _DRAIN_WAIT = 5.0  # seconds for the tap to take the last records
+_FLUSH_MS = 2  # C lane: copies wait at most this long for more, so that the tap wakes per batch
+_BACKLOG = 1024
 
 
 @dataclass(frozen=True)
@@ -360,6 +369,80 @@ async def _drain(out: asyncio.WriteTransport) -> None:
     tr.close()
 
 
+def c_loop() -> ModuleType | None:
+    """The C event loop, or None: RIPPLE_PURE is set, or it was not built here."""
+    if pure_requested():
+        return None
+    try:
+        from ripple_cli.tap import _relayloop  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return cast(ModuleType, _relayloop)
+
+
+def _listen(cfg: RelayConfig) -> list[socket.socket]:
+    """The listening sockets, as asyncio's create_server makes them (every
+    address the host names; IPv6 ones IPv6-only).  Raises OSError."""
+    infos = socket.getaddrinfo(cfg.listen_host, cfg.listen_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    socks: list[socket.socket] = []
+    try:
+        for family, kind, proto, _name, address in dict.fromkeys(infos):
+            s = socket.socket(family, kind, proto)
+            socks.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind(address)
+            s.listen(_BACKLOG)
+    except OSError:
+        for s in socks:
+            s.close()
+        raise
+    return socks
+
+
+def _upstreams(cfg: RelayConfig) -> tuple[list[tuple[int, str, int, int, int]], str]:
+    """The upstream's addresses (tried in order for each connection), or
+    none and why."""
+    try:
+        infos = socket.getaddrinfo(cfg.upstream_host, cfg.upstream_port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        return [], str(e.strerror)
+    out: list[tuple[int, str, int, int, int]] = []
+    for family, _kind, _proto, _name, address in infos:
+        if family == socket.AF_INET:
+            out.append((int(family), str(address[0]), int(address[1]), 0, 0))
+        elif family == socket.AF_INET6:
+            out.append((int(family), str(address[0]), int(address[1]), int(address[2]), int(address[3])))  # type: ignore[misc]
+    return list(dict.fromkeys(out)), "no IPv4 or IPv6 address"
+
+
+def serve_c(loop: ModuleType, cfg: RelayConfig, out_fd: int, in_fd: int) -> int:
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(out_fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+    where = _text([cfg.listen_host or "*", cfg.listen_port])
+    try:
+        socks = _listen(cfg)
+    except OSError as e:
+        why = os.strerror(e.errno) if e.errno and e.errno > 0 else str(e.strerror or e)
+        _write_all(out_fd, pack(ERROR, payload=f"tap: cannot listen on {where}: {why}".encode()))
+        return 1
+    addresses = [_text(_hostport(s.getsockname())) for s in socks]
+    _write_all(out_fd, pack_json(LISTENING, {"addresses": addresses}))
+    upstreams, unresolved = _upstreams(cfg)
+    fds = [s.detach() for s in socks]  # the C loop owns and closes them
+    upstream_text = _text([cfg.upstream_host, cfg.upstream_port])
+    return int(
+        loop.run(fds, upstreams, upstream_text, unresolved, out_fd, in_fd, cfg.max_connections, cfg.buffer, _FLUSH_MS)
+    )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def main(argv: list[str]) -> int:
     # The tap stops the relay (closing stdin) after its own Ctrl-C: ignore the terminal's.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -369,6 +452,9 @@ def main(argv: list[str]) -> int:
     out_fd = os.dup(1)
     os.dup2(2, 1)
     in_fd = os.dup(0)
+    loop = c_loop()
+    if loop is not None:
+        return serve_c(loop, cfg, out_fd, in_fd)
     return asyncio.run(serve(cfg, out_fd, in_fd))
 
 

@@ -42,13 +42,17 @@ from ripple_cli.tap.stats import TapStats
 BYTES_PER_PRINT_ITEM = 4096
 MIN_PRINT_ITEMS = 10_000
 MessagePredicate = Callable[[Origin, Decoded], bool]
-NICE = 10  # added to the niceness of the tap's own threads
+NICE = 19  # default --nice: added to the niceness of the tap's own threads, which run when nothing else would
 _IDLE = 0.05  # seconds: how soon a lone message is flushed, and the live view's tick
 
 
 class Source(Protocol):
     name: str  # Origin.source of what it yields
     synthesize: bool  # -w synthesizes frames from stream events (proxy), or gets packets (sniff)
+    # The source keeps what the reader has not read yet, up to --buffer (the
+    # relay), so the reader can yield the CPU like the rest of the tap; else
+    # (tcpdump's small kernel buffer) it reads at normal priority.
+    holds_backlog: bool
 
     def start(self) -> str: ...
 
@@ -75,6 +79,7 @@ class Session:
         buffer: int = 64 << 20,
         recorder: Recorder | None = None,
         print_items: int | None = None,
+        nice: int = NICE,
     ) -> None:
         self.source = source
         self.demux = demux
@@ -84,6 +89,7 @@ class Session:
         self.report = report
         self.rep: SourceReport = report.source(source.name)
         self.count = count
+        self.nice = nice
         self.recorder = recorder
         self.decode_q = EventQueue(buffer)
         if print_items is None:
@@ -118,8 +124,9 @@ class Session:
                 self.recorder.close()
             raise
         threads = [
-            # The reader drains the relay's pipe: at normal priority, so that copies are not dropped.
-            threading.Thread(target=self._guard(self._read, background=False), name="tap-reader", daemon=True),
+            threading.Thread(
+                target=self._guard(self._read, background=self.source.holds_backlog), name="tap-reader", daemon=True
+            ),
             threading.Thread(target=self._guard(self._decode), name="tap-decoder", daemon=True),
             threading.Thread(target=self._guard(self._print, self._printed), name="tap-printer", daemon=True),
         ]
@@ -174,7 +181,7 @@ class Session:
         def run() -> None:
             try:
                 if background:
-                    _lower_priority()
+                    _lower_priority(self.nice)
                 body()
             except BrokenPipeError:
                 self._broken_pipe = True
@@ -331,13 +338,18 @@ class Session:
                 self.record_error = f"{recorder.path}: write failed: {e.strerror or e}"
 
 
-def _lower_priority() -> None:
+def _lower_priority(nice: int) -> None:
     """Decoding, printing and recording yield the CPU to forwarding and to
-    the traffic's own endpoints.  On Linux a thread has its own nice value
-    (measured on 2 cores: a transfer through a busy tap took 1.35 s with
-    decoding at the same priority, 0.4 s with it niced)."""
-    with contextlib.suppress(OSError, AttributeError):
-        os.nice(NICE)
+    the traffic's own endpoints: on a busy machine the tap falls behind and
+    drops copies (counted), the traffic does not slow down.  On Linux a
+    thread has its own nice value.  Measured on 2 cores (bench.py --only
+    tap, C relay): the proxy moved 0.8-0.95x socat's MB/s with these threads
+    at nice 10 and the reader at 0, 1.1-1.3x with all of them at nice 19.
+    Not SCHED_IDLE: a thread that never runs on a busy machine would hold
+    the GIL the others need."""
+    if nice > 0:
+        with contextlib.suppress(OSError, AttributeError):
+            os.nice(nice)
 
 
 def _wait(event: threading.Event) -> None:

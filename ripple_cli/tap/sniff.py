@@ -73,6 +73,7 @@ def _pcap_bytes(
 
 class SniffSource:
     synthesize = False  # -w records the packets themselves
+    holds_backlog = False  # tcpdump's kernel buffer is small: its pipe is read at once
 
     def __init__(self, interface: str, bpf: str | None, ports: frozenset[int], max_flows: int) -> None:
         self.interface = interface

@@ -171,3 +171,27 @@ def test_ipv6_proxy_and_its_capture(tmp_path: Path) -> None:
     with cap.open("rb") as f:
         data = b"".join(ev.data for ev in capture_events(f, "v6", CaptureOptions()) if isinstance(ev, StreamData))
     assert data == DEMO + DEMO
+
+
+def _nice_of(pid: int, tid: int) -> int:
+    fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[16])  # field 19 of proc(5)
+
+
+@pytest.mark.parametrize(("args", "expected"), [([], 19), (["--nice", "7"], 7), (["--nice", "0"], 0)])
+def test_nice_lowers_the_tap_threads_and_never_the_relay(args: list[str], expected: int, tmp_path: Path) -> None:
+    """The reader, decoder and printer threads run at --nice; the main
+    thread (Ctrl-C) and the relay process (forwarding) keep the tap's own."""
+    up = EchoServer(seed=13)
+    with run_tap(["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", *args], tmp_path) as tap:
+        pid = tap.proc.pid
+        exchange(tap.port, DEMO, random.Random(3))  # the threads are all running by now
+        tasks = sorted(int(t.name) for t in Path(f"/proc/{pid}/task").iterdir())
+        nice = {tid: _nice_of(pid, tid) for tid in tasks}
+        (relay,) = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        relay_nice = _nice_of(int(relay), int(relay))
+        assert tap.interrupt() == 130
+    base = nice.pop(pid)  # the tap's own: 0, unless the tests themselves run niced
+    assert sorted(nice.values()) == [min(base + expected, 19)] * 3
+    assert relay_nice == base
+    up.close()

@@ -9,7 +9,6 @@ import random
 import re
 import signal
 import threading
-import time
 from pathlib import Path
 
 from tapkit import DEMO, ROOT, EchoServer, exchange, wait_for
@@ -54,7 +53,9 @@ def test_live_view_shows_each_direction_and_a_final_summary_after_ctrl_c(tmp_pat
         port = int(re.findall(r"listening on 127\.0\.0\.1:(\d+)", err.getvalue())[0])
         exchange(port, DEMO, random.Random(1))
         exchange(port, random.Random(2).randbytes(5000), random.Random(2))
-        time.sleep(0.6)  # the view redraws at least twice
+        # The view redraws as it goes: wait for the last connection's
+        # problems (the tap's threads yield the CPU, so no fixed delay).
+        wait_for(lambda: "bad_magic" in out.getvalue().decode(), timeout=60, what="the view to show the problems")
         mid_run.append(out.getvalue().decode())
         if running.is_set():  # never interrupt pytest itself, should the tap have ended early
             os.kill(os.getpid(), signal.SIGINT)

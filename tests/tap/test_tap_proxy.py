@@ -1,6 +1,7 @@
 """`ripple tap` as a proxy, as a process on real sockets: bytes intact in
 both directions, decoded like `ripple decode`, closing like a plain relay,
-and traffic never held up by a blocked printer."""
+and traffic never held up by a blocked printer.  Every test runs with the
+relay's C loop and with its asyncio loop (RIPPLE_PURE=1)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,20 @@ from tapkit import (
     wait_for,
     wait_idle,
 )
+
+from ripple_cli.tap.relay import c_loop
+
+
+@pytest.fixture(autouse=True, params=["c", "asyncio"])
+def relay_lane(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The tap's subprocesses inherit the environment: RIPPLE_PURE=1 picks the asyncio relay."""
+    if request.param == "asyncio":
+        monkeypatch.setenv("RIPPLE_PURE", "1")
+    else:
+        monkeypatch.delenv("RIPPLE_PURE", raising=False)
+        if c_loop() is None:
+            pytest.skip("the C relay loop is not built here")
+    return str(request.param)
 
 
 def _proxy_args(upstream_port: int, *extra: str) -> list[str]:

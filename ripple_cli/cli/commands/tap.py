@@ -33,7 +33,7 @@ from ripple_cli.render.base import Renderer
 from ripple_cli.sources.schema_files import load_registry
 from ripple_cli.tap.proxy import HostPort, ProxySource, parse_hostport
 from ripple_cli.tap.record import Recorder
-from ripple_cli.tap.session import Session, Source
+from ripple_cli.tap.session import NICE, Session, Source
 from ripple_cli.tap.sniff import SniffSource
 from ripple_cli.tap.stats import TapStats
 
@@ -87,6 +87,14 @@ class HostPortType(click.ParamType):  # type: ignore[type-arg]
     help="Memory for what waits: copies to decode (or record), decoded messages to show. "
     "Beyond it, copies and messages are dropped and counted; traffic never is.",
 )
+@click.option(
+    "--nice",
+    type=click.IntRange(0, 19),
+    default=NICE,
+    show_default=True,
+    help="Added to the CPU niceness of decoding, printing and recording (not of forwarding): "
+    "at 19 they run only when the traffic and its endpoints leave a core free.",
+)
 @click.pass_obj
 def tap(
     env: Environment,
@@ -113,6 +121,7 @@ def tap(
     write_path: str | None,
     rotate: tuple[str, ...],
     buffer: int,
+    nice: int,
 ) -> int:
     """Decode Ripple (and sibling protocols') traffic live: as a proxy (--listen, --upstream) or by
     sniffing an interface (-i).
@@ -156,7 +165,9 @@ def tap(
     if not isinstance(source, SniffSource):
         choice = replace(choice, undetected=RIPPLE if choice.auto else choice.protocol)
     demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want, choice=choice)
-    session = Session(source, demux, select, printer, stats, Report(), count=count, buffer=buffer, recorder=recorder)
+    session = Session(
+        source, demux, select, printer, stats, Report(), count=count, buffer=buffer, recorder=recorder, nice=nice
+    )
 
     def started(title: str) -> None:
         if live:

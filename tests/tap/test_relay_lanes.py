@@ -1,0 +1,427 @@
+"""The relay process on its own, in both lanes: the C event loop
+(_relayloop.c) and the asyncio one (RIPPLE_PURE=1).  Each scenario runs on
+real sockets and checks the records the tap would read, exactly (times and
+ephemeral ports aside), and that both lanes give the same ones."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, cast
+
+import pytest
+from tapkit import listener
+
+from ripple_cli.tap.records import (
+    DATA,
+    END,
+    GAP,
+    GAP_SIZE,
+    LISTENING,
+    NOTE,
+    OPEN,
+    STOPPED,
+    Record,
+    read_records,
+)
+from ripple_cli.tap.relay import RelayConfig, c_loop
+
+ROOT = Path(__file__).resolve().parents[2]
+LANES = ["c", "asyncio"]
+FLIP = bytes(b ^ 0x5A for b in range(256))
+NAMES = {LISTENING: "LISTENING", OPEN: "OPEN", DATA: "DATA", GAP: "GAP", END: "END", NOTE: "NOTE", STOPPED: "STOPPED"}
+
+
+def _lane_env(lane: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "RIPPLE_PURE"}
+    if lane == "asyncio":
+        env["RIPPLE_PURE"] = "1"
+    elif c_loop() is None:
+        pytest.skip("the C relay loop is not built here")
+    return env
+
+
+@dataclass
+class RelayRun:
+    proc: subprocess.Popen[bytes]
+    port: int
+    records: list[Record] = field(default_factory=list)
+    reader: threading.Thread | None = None
+
+    def stop(self) -> list[Record]:
+        """Closes the relay's stdin (as the tap does to stop it); its records to the end."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(30) == 0
+        if self.reader is not None:
+            self.reader.join(30)
+        return self.records
+
+    def wait_for(self, cond: Callable[[list[Record]], bool], what: str) -> None:
+        deadline = time.monotonic() + 20
+        while not cond(self.records):
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {self.summary()}"
+            time.sleep(0.01)
+
+    def summary(self) -> list[tuple[str, int, bool, bytes]]:
+        return [(NAMES[r.type], r.conn, r.c2s, r.payload[:40]) for r in self.records]
+
+
+@contextmanager
+def relay(
+    lane: str, upstream_port: int, *, buffer: int = 64 << 20, max_connections: int = 16, read: bool = True
+) -> Iterator[RelayRun]:
+    """The relay process, listening on a free port of 127.0.0.1.  With
+    read=False nobody reads its records until `start_reading`."""
+    cfg = RelayConfig("127.0.0.1", 0, "127.0.0.1", upstream_port, max_connections, buffer)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli.tap.relay", cfg.to_json()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=_lane_env(lane),
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    records = read_records(cast(BinaryIO, proc.stdout))
+    first = next(records)
+    assert first.type == LISTENING, first
+    (address,) = first.json()["addresses"]
+    run = RelayRun(proc, int(address.rsplit(":", 1)[1]))
+
+    def pump() -> None:
+        for rec in records:
+            run.records.append(rec)
+
+    run.reader = threading.Thread(target=pump, daemon=True)
+    if read:
+        run.reader.start()
+    try:
+        yield run
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _recv_all(s: socket.socket) -> bytes:
+    out = bytearray()
+    while chunk := s.recv(1 << 16):
+        out += chunk
+    return bytes(out)
+
+
+def _serve_once(handler: Callable[[socket.socket], object]) -> tuple[int, dict[str, object]]:
+    srv = listener()
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        conn, _ = srv.accept()
+        srv.close()
+        with conn:
+            try:
+                result["value"] = handler(conn)
+            except OSError as e:
+                result["error"] = e
+        result["done"] = True
+
+    threading.Thread(target=run, daemon=True).start()
+    return int(srv.getsockname()[1]), result
+
+
+def _wait(result: dict[str, object]) -> None:
+    deadline = time.monotonic() + 20
+    while "done" not in result:
+        assert time.monotonic() < deadline, "the upstream never finished"
+        time.sleep(0.01)
+
+
+def _shape(records: list[Record], client_port: int, upstream_port: int) -> list[tuple[str, int, bool, object]]:
+    """The records with DATA runs of one direction joined (chunking is the
+    kernel's), ports and times left out."""
+    out: list[tuple[str, int, bool, object]] = []
+    for r in records:
+        name = NAMES[r.type]
+        payload: object = r.payload
+        if r.type == DATA and out and out[-1][:3] == ("DATA", r.conn, r.c2s):
+            out[-1] = ("DATA", r.conn, r.c2s, cast(bytes, out[-1][3]) + r.payload)
+            continue
+        if r.type == OPEN:
+            info = r.json()
+            payload = (info["client"] == ["127.0.0.1", client_port], info["server"] == ["127.0.0.1", upstream_port])
+        elif r.type == NOTE:
+            info = r.json()
+            payload = (info["kind"], info["detail"].replace(str(client_port), "CLIENT"), info["error"])
+        out.append((name, r.conn, r.c2s, payload))
+    return out
+
+
+def _by_direction(records: list[Record]) -> dict[bool, bytes]:
+    joined = {True: b"", False: b""}
+    for r in records:
+        if r.type == DATA:
+            joined[r.c2s] += r.payload
+    return joined
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_a_conversation_half_closed_each_way(lane: str) -> None:
+    """The client sends and FINs; the upstream answers after the FIN, then
+    FINs: both directions arrive intact, and the records say so in order."""
+    request = random.Random(1).randbytes(300_000)
+    answer = random.Random(2).randbytes(200_000)
+
+    def upstream(conn: socket.socket) -> bytes:
+        got = _recv_all(conn)  # ends at the client's FIN
+        conn.sendall(answer)
+        return got
+
+    port, result = _serve_once(upstream)
+    with relay(lane, port) as run:
+        with socket.create_connection(("127.0.0.1", run.port)) as c:
+            client_port = c.getsockname()[1]
+            c.sendall(request)
+            c.shutdown(socket.SHUT_WR)
+            assert _recv_all(c) == answer
+        _wait(result)
+        assert result["value"] == request
+        run.wait_for(lambda rs: sum(r.type == END for r in rs) == 2, "both ends")
+        records = run.stop()
+    assert _shape(records, client_port, port) == [
+        ("OPEN", 1, False, (True, True)),
+        ("DATA", 1, True, request),
+        ("END", 1, True, b"fin"),
+        ("DATA", 1, False, answer),
+        ("END", 1, False, b"fin"),
+        ("STOPPED", 0, False, b""),
+    ]
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_a_client_reset_ends_both_directions_and_resets_the_upstream(lane: str) -> None:
+    def upstream(conn: socket.socket) -> bytes:
+        return _recv_all(conn)  # raises ConnectionResetError at the relay's RST
+
+    port, result = _serve_once(upstream)
+    with relay(lane, port) as run:
+        c = socket.create_connection(("127.0.0.1", run.port))
+        client_port = c.getsockname()[1]
+        c.sendall(b"before the reset")
+        run.wait_for(lambda rs: any(r.type == DATA for r in rs), "the data")
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+        _wait(result)
+        assert isinstance(result.get("error"), ConnectionResetError), result
+        run.wait_for(lambda rs: sum(r.type == END for r in rs) == 2, "both ends")
+        records = run.stop()
+    assert _shape(records, client_port, port) == [
+        ("OPEN", 1, False, (True, True)),
+        ("DATA", 1, True, b"before the reset"),
+        ("END", 1, True, b"rst"),
+        ("END", 1, False, b"rst"),
+        ("STOPPED", 0, False, b""),
+    ]
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_an_unreachable_upstream_is_a_note_and_the_client_is_reset(lane: str) -> None:
+    srv = listener()
+    closed_port = int(srv.getsockname()[1])
+    srv.close()  # nothing listens there now
+    with relay(lane, closed_port) as run:
+        c = socket.create_connection(("127.0.0.1", run.port))
+        client_port = c.getsockname()[1]
+        with pytest.raises(ConnectionResetError):
+            c.recv(10)
+        c.close()
+        run.wait_for(lambda rs: any(r.type == NOTE for r in rs), "the note")
+        records = run.stop()
+    detail = (
+        f"connection from 127.0.0.1:CLIENT closed: upstream 127.0.0.1:{closed_port} unreachable: Connection refused"
+    )
+    assert _shape(records, client_port, closed_port) == [
+        ("NOTE", 0, False, ("upstream_unreachable", detail, False)),
+        ("STOPPED", 0, False, b""),
+    ]
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_connections_beyond_the_limit_are_refused_with_a_note(lane: str) -> None:
+    port, result = _serve_once(_recv_all)
+    with relay(lane, port, max_connections=1) as run:
+        first = socket.create_connection(("127.0.0.1", run.port))
+        first_port = first.getsockname()[1]
+        run.wait_for(lambda rs: any(r.type == OPEN for r in rs), "the first connection")
+        second = socket.create_connection(("127.0.0.1", run.port))
+        second_port = second.getsockname()[1]
+        assert second.recv(10) == b""  # closed at once
+        second.close()
+        run.wait_for(lambda rs: any(r.type == NOTE for r in rs), "the note")
+        first.shutdown(socket.SHUT_WR)
+        assert first.recv(10) == b""
+        first.close()
+        _wait(result)
+        run.wait_for(lambda rs: sum(r.type == END for r in rs) == 2, "both ends")
+        records = run.stop()
+    detail = "connection from 127.0.0.1:CLIENT refused: 1 connections open (--max-connections)"
+    assert _shape(records, second_port, port)[1:] == [
+        ("NOTE", 0, False, ("refused", detail, False)),
+        ("END", 1, True, b"fin"),
+        ("END", 1, False, b"fin"),
+        ("STOPPED", 0, False, b""),
+    ]
+    assert _shape(records, first_port, port)[0] == ("OPEN", 1, False, (True, True))
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_stopping_ends_open_connections_and_says_stopped_last(lane: str) -> None:
+    def upstream(conn: socket.socket) -> bytes:
+        return _recv_all(conn)  # until the relay closes on its way out
+
+    port, result = _serve_once(upstream)
+    with relay(lane, port) as run:
+        c = socket.create_connection(("127.0.0.1", run.port))
+        client_port = c.getsockname()[1]
+        c.sendall(b"still open")
+        run.wait_for(lambda rs: any(r.type == DATA for r in rs), "the data")
+        records = run.stop()
+        assert c.recv(10) == b""  # closed with a FIN, not reset
+        c.close()
+        _wait(result)
+        assert result["value"] == b"still open"
+    assert _shape(records, client_port, port) == [
+        ("OPEN", 1, False, (True, True)),
+        ("DATA", 1, True, b"still open"),
+        ("END", 1, True, b"tap stopped"),
+        ("END", 1, False, b"tap stopped"),
+        ("STOPPED", 0, False, b""),
+    ]
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_copies_beyond_the_buffer_become_gaps_of_their_exact_size(lane: str) -> None:
+    """Nobody reads the records while 12 MiB pass each way: the traffic is
+    intact, and per direction the copies and the gaps add up to every byte,
+    the gaps told before the next copy or the end."""
+    payload = random.Random(3).randbytes(12 << 20)
+
+    def upstream(conn: socket.socket) -> None:
+        got = bytearray()
+        while chunk := conn.recv(1 << 20):
+            got += chunk
+            conn.sendall(chunk)  # echoed as it comes
+        assert bytes(got) == payload
+
+    port, result = _serve_once(upstream)
+    with relay(lane, port, buffer=256 << 10, read=False) as run:
+        with socket.create_connection(("127.0.0.1", run.port)) as c:
+            back = bytearray()
+
+            def drain() -> None:
+                while chunk := c.recv(1 << 20):
+                    back.extend(chunk)
+
+            t = threading.Thread(target=drain)
+            t.start()
+            c.sendall(payload)
+            c.shutdown(socket.SHUT_WR)
+            t.join(60)
+        assert bytes(back) == payload  # forwarded whole while the records waited
+        _wait(result)
+        assert "error" not in result, result
+        assert run.reader is not None
+        run.reader.start()
+        run.wait_for(lambda rs: sum(r.type == END for r in rs) == 2, "both ends")
+        records = run.stop()
+    for c2s in (True, False):
+        mine = [r for r in records if r.conn == 1 and r.c2s == c2s and r.type in (DATA, GAP, END)]
+        copied = sum(len(r.payload) for r in mine if r.type == DATA)
+        dropped = sum(GAP_SIZE.unpack(r.payload)[0] for r in mine if r.type == GAP)
+        assert copied + dropped == len(payload)
+        assert dropped > 0 and mine[-1].type == END
+    # What was copied is the traffic's own bytes at their place: rebuild each
+    # direction with the gaps as holes and compare.
+    for c2s in (True, False):
+        at = 0
+        for r in records:
+            if r.conn != 1 or r.c2s != c2s:
+                continue
+            if r.type == DATA:
+                assert r.payload == payload[at : at + len(r.payload)]
+                at += len(r.payload)
+            elif r.type == GAP:
+                at += GAP_SIZE.unpack(r.payload)[0]
+        assert at == len(payload)
+
+
+def test_both_lanes_give_the_same_records_for_many_connections() -> None:
+    """Twenty connections at once, each a different size, in both lanes:
+    the same connections, the same bytes each way, the same endings."""
+
+    def one_lane(lane: str) -> list[tuple[bytes, bytes, bytes, bytes]]:
+        srv = listener()
+        port = int(srv.getsockname()[1])
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = srv.accept()
+                except OSError:
+                    return
+
+                def echo(conn: socket.socket = conn) -> None:
+                    with conn:
+                        while chunk := conn.recv(1 << 16):
+                            conn.sendall(chunk.translate(FLIP))  # bytewise: the same whatever the chunking
+
+                threading.Thread(target=echo, daemon=True).start()
+
+        threading.Thread(target=serve, daemon=True).start()
+        with relay(lane, port) as run:
+            ports: dict[int, bytes] = {}
+
+            def client(i: int) -> None:
+                data = random.Random(i).randbytes(1000 * (i + 1) ** 2)
+                with socket.create_connection(("127.0.0.1", run.port)) as c:
+                    ports[c.getsockname()[1]] = data
+                    c.sendall(data)
+                    c.shutdown(socket.SHUT_WR)
+                    _recv_all(c)
+
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(20)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            run.wait_for(lambda rs: sum(r.type == END for r in rs) == 40, "every end")
+            records = run.stop()
+        srv.close()
+        by_conn: dict[int, list[Record]] = {}
+        for r in records:
+            if r.conn:
+                by_conn.setdefault(r.conn, []).append(r)
+        out = []
+        for rs in by_conn.values():
+            client_port = rs[0].json()["client"][1]
+            joined = _by_direction(rs)
+            ends = b",".join(r.payload for r in rs if r.type == END)
+            assert joined[True] == ports[client_port]
+            assert joined[False] == ports[client_port].translate(FLIP)
+            out.append(
+                (joined[True], joined[False], ends, "".join(NAMES[r.type][0] for r in rs if r.type != DATA).encode())
+            )
+        assert len(out) == 20
+        return sorted(out)
+
+    lanes = [lane for lane in LANES if lane == "asyncio" or c_loop() is not None]
+    results = [one_lane(lane) for lane in lanes]
+    assert all(r == results[0] for r in results)
