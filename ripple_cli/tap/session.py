@@ -26,12 +26,14 @@ from typing import Protocol
 
 from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.capture.events import CaptureEvent, StreamEnd, StreamGap, StreamId
+from ripple_cli.codec.fast.lane import Batch
 from ripple_cli.codec.problems import Problem
 from ripple_cli.errors import EXIT_INTERRUPTED
-from ripple_cli.flow.demux import Demux, Output
+from ripple_cli.flow.demux import BatchOutput, Demux
 from ripple_cli.flow.items import Decoded, Item
 from ripple_cli.flow.origin import Origin
 from ripple_cli.render.base import Renderer
+from ripple_cli.render.sexp import SexpRenderer
 from ripple_cli.tap.queues import DropQueue, End, EventQueue
 from ripple_cli.tap.record import Packet, Recorder
 from ripple_cli.tap.stats import TapStats
@@ -94,7 +96,7 @@ class Session:
         self.decode_q = EventQueue(buffer)
         if print_items is None:
             print_items = max(MIN_PRINT_ITEMS, buffer // BYTES_PER_PRINT_ITEM)
-        self.print_q: DropQueue[tuple[Origin, Item]] = DropQueue(print_items, buffer)
+        self.print_q: DropQueue[tuple[Origin, Item | Batch]] = DropQueue(print_items, buffer)
         self._record_events: EventQueue | None = None
         self._record_packets: DropQueue[Packet] | None = None
         if recorder is not None:
@@ -173,7 +175,7 @@ class Session:
             if isinstance(item, Problem):
                 self.stats.not_shown_problems += 1
             else:
-                self.stats.not_shown_messages += 1
+                self.stats.not_shown_messages += item.messages if isinstance(item, Batch) else 1
 
     def _guard(
         self, body: Callable[[], None], done: threading.Event | None = None, background: bool = True
@@ -233,13 +235,13 @@ class Session:
                 if isinstance(ev, End):
                     break
                 self.stats.event(ev)
-                self._outputs(demux.feed(ev))
+                self._outputs(demux.feed_batches(ev))
                 stream = ev.stream
                 if stream is not None and stream in demux.undecoded:
                     self.stats.undecoded(stream.connection)
                 if isinstance(ev, StreamEnd) and stream is not None:
                     self._forget(stream)
-            self._outputs(demux.finish())
+            self._outputs(demux.finish_batches())
             for stream in demux.undecoded:  # decided at the end, for want of any recognised bytes
                 self.stats.undecoded(stream.connection)
         finally:
@@ -255,12 +257,20 @@ class Session:
             streams.pop(other, None)
         self.demux.undecoded.pop(stream, None)
 
-    def _outputs(self, outputs: list[Output]) -> None:
+    def _outputs(self, outputs: list[BatchOutput]) -> None:
         if not outputs:
             return
         stats, report, rep, q = self.stats, self.report, self.rep, self.print_q
         done = self._printed.is_set()  # --count reached: nothing more is shown, nor counted as not shown
         for origin, item in outputs:
+            if isinstance(item, Batch):
+                # Envelopes the fast lane decoded and wrote as lines (a Demux
+                # made with lane=SEXP: sexp without notes or selection).
+                stats.batch(origin, item)
+                report.batch(rep, item)
+                if not done and not q.put((origin, item), item.size):
+                    stats.not_shown_messages += item.messages
+                continue
             stats.output(origin, item)
             if isinstance(item, Problem):
                 report.problem(rep, item)
@@ -288,7 +298,15 @@ class Session:
             if isinstance(item, End):
                 break
             origin, ev = item
-            if isinstance(ev, Problem):
+            if isinstance(ev, Batch):
+                assert isinstance(printer, SexpRenderer)
+                if self.count is not None and shown + ev.messages >= self.count:
+                    printer.lines(origin, ev.first_lines(self.count - shown))
+                    self.stats.ended_by = "count reached"
+                    break
+                printer.lines(origin, ev.text)
+                shown += ev.messages
+            elif isinstance(ev, Problem):
                 printer.problem(origin, ev)
             else:
                 printer.message(origin, ev)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 
 from ripple_cli.analysis.sequence import SequenceChecker
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamId, StreamStart
-from ripple_cli.codec.messages import DeltaMsg, DeltaView, Heartbeat
+from ripple_cli.codec.fast.lane import Batch
+from ripple_cli.codec.messages import TYPE_NAMES, DeltaMsg, DeltaView, Heartbeat
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.flow.items import Item
@@ -184,6 +185,24 @@ class TapStats:
                         st.delta_duplicates += 1
                     elif p.kind == "seq_order":
                         st.seq_errors += 1
+
+    def batch(self, origin: Origin, batch: Batch) -> None:
+        """A fast-lane Batch: its counts.  The details `output` keeps per
+        message (last seq, Delta, heartbeat, lag) are for the live view,
+        which never gets Batches."""
+        stream = origin.stream
+        with self._lock:
+            t = self.totals
+            t.messages += batch.messages
+            st = self._streams.get(stream) if stream is not None else None
+            if st is not None:
+                st.messages += batch.messages
+                st.message_bytes += batch.size
+            for tag, n in enumerate(batch.by_tag):
+                if n:
+                    t.by_type[TYPE_NAMES[tag]] += n
+                    if st is not None:
+                        st.by_type[TYPE_NAMES[tag]] += n
 
     # -- any thread -----------------------------------------------------------
 

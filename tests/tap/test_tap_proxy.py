@@ -114,6 +114,37 @@ def test_fifty_connections_arrive_intact_and_decode_like_decode(tmp_path: Path) 
     assert "0 messages not shown, 0 bytes not decoded" in summary
 
 
+def test_plain_sexp_is_decode_s_lines_each_direction_in_turn(tmp_path: Path) -> None:
+    """Plain `--format sexp` (where the codec's fast lane writes lines in
+    blocks, when built): the request's lines, then the answer's, exactly
+    as `ripple decode` prints them, and the counts in the summary."""
+    request = ripple_stream(seed=21, size=3_000_000, big=400)
+    answer = ripple_stream(seed=22, size=1_000_000, big=200)
+
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["got"] = _recv_all(conn)
+        conn.sendall(answer)
+
+    port, result = _serve_once(upstream)
+    with run_tap(_proxy_args(port, "--format", "sexp"), tmp_path) as tap:
+        with socket.create_connection(("127.0.0.1", tap.port)) as c:
+            c.sendall(request)
+            c.shutdown(socket.SHUT_WR)
+            assert _recv_all(c) == answer
+        wait_for(lambda: "done" in result, what="the upstream")
+        assert result["got"] == request
+        wait_idle(tap.proc.pid)
+        assert tap.interrupt() == 130
+    lines = decode_lines(request, tmp_path) + decode_lines(answer, tmp_path)
+    assert tap.stdout().splitlines() == lines
+    time.sleep(0.1)
+    summary = tap.stderr().splitlines()[-1]
+    assert (
+        summary
+        == f"ripple: tap: 1 connection, {len(lines)} messages, 0 problems; 0 messages not shown, 0 bytes not decoded"
+    )
+
+
 def test_blocked_printer_never_slows_or_alters_traffic(tmp_path: Path) -> None:
     """stdout is a pipe nobody reads: the printer blocks at once, messages
     are dropped and counted, and the traffic goes on at full speed."""
@@ -123,7 +154,9 @@ def test_blocked_printer_never_slows_or_alters_traffic(tmp_path: Path) -> None:
     direct = time.monotonic()
     exchange(up.port, bulk, random.Random(6), max_write=1 << 20)
     direct = time.monotonic() - direct
-    with run_tap(_proxy_args(up.port), tmp_path, stdout=subprocess.PIPE) as tap:
+    # --show-connection: a line per message (plain sexp would get the fast
+    # lane's blocks of lines, which the queue's item bound does not reach).
+    with run_tap(_proxy_args(up.port, "--show-connection"), tmp_path, stdout=subprocess.PIPE) as tap:
         assert exchange(tap.port, many, random.Random(7))[1:] == (sha(many), len(many))
         start = time.monotonic()
         assert exchange(tap.port, bulk, random.Random(8), max_write=1 << 20)[1:] == (sha(bulk), len(bulk))

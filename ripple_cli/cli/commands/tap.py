@@ -23,6 +23,7 @@ from ripple_cli.cli.options import (
     schemas_option,
     selection_options,
 )
+from ripple_cli.codec.fast.lane import LaneKind
 from ripple_cli.codec.stream import DeltaMode
 from ripple_cli.errors import UsageProblem
 from ripple_cli.flow.demux import Demux
@@ -30,6 +31,7 @@ from ripple_cli.flow.protocol_choice import RIPPLE
 from ripple_cli.flow.select import message_predicate, stream_predicate
 from ripple_cli.render import FORMATS, default_format, make_renderer
 from ripple_cli.render.base import Renderer
+from ripple_cli.render.sexp import SexpRenderer
 from ripple_cli.sources.schema_files import load_registry
 from ripple_cli.tap.proxy import HostPort, ProxySource, parse_hostport
 from ripple_cli.tap.record import Recorder
@@ -164,7 +166,11 @@ def tap(
     choice = protocol_choice(protocol, decode_as, ports, max_payload, max_inflate)
     if not isinstance(source, SniffSource):
         choice = replace(choice, undetected=RIPPLE if choice.auto else choice.protocol)
-    demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want, choice=choice)
+    # Plain sexp lines of everything: the fast lane (when built) decodes and
+    # writes the boring envelopes in C, as `decode` does.
+    plain = isinstance(printer, SexpRenderer) and printer.plain_lines and select.everything
+    lane = LaneKind.SEXP if plain else None
+    demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want, choice=choice, lane=lane)
     session = Session(
         source, demux, select, printer, stats, Report(), count=count, buffer=buffer, recorder=recorder, nice=nice
     )
