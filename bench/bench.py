@@ -431,6 +431,7 @@ def proxy(kind: str, upstream: int, tap_log: list[str]) -> Iterator[int]:
         except subprocess.TimeoutExpired:
             proc.kill()
             _out, err = proc.communicate()
+            err = (err or "") + f"{kind} did not exit within 60 s of its signal: killed, its report cut short\n"
         if kind == "ripple" and err:
             tap_log.append(err)
 
@@ -637,7 +638,7 @@ def main() -> int:
             + ", ".join(f"{k} {p50[k]:.0f}/{p99[k]:.0f} us" for k in ("direct", "socat", "ripple"))
             + f" ({args.rounds:,} round trips of a {request.stat().st_size}-byte envelope)"
         )
-        dropped = [ln.strip() for log in tap_log for ln in log.splitlines() if "not decoded" in ln or "dropped" in ln]
+        dropped = [ln.strip() for log in tap_log for ln in log.splitlines() if "not decoded" in ln or "killed" in ln]
         if dropped:
             notes.append(f"the tap's own report after the throughput run: {dropped[0]}")
 
