@@ -139,6 +139,35 @@ def exchange(port: int, payload: bytes, rng: random.Random, max_write: int = 1 <
     return local, h.hexdigest(), got[0]
 
 
+def recv_all(s: socket.socket) -> bytes:
+    """Everything until the peer's FIN."""
+    out = bytearray()
+    while chunk := s.recv(1 << 16):
+        out += chunk
+    return bytes(out)
+
+
+def serve_once(handler: Callable[[socket.socket, dict[str, object]], None]) -> tuple[int, dict[str, object]]:
+    """An upstream for one connection: `handler(conn, result)` in a thread.
+    Returns its port and `result`, where an OSError lands as "error" and
+    "done" says the connection is closed."""
+    srv = listener()
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        conn, _ = srv.accept()
+        srv.close()
+        with conn:
+            try:
+                handler(conn, result)
+            except OSError as e:
+                result["error"] = e
+        result["done"] = True
+
+    threading.Thread(target=run, daemon=True).start()
+    return int(srv.getsockname()[1]), result
+
+
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

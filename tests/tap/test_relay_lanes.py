@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 import pytest
-from tapkit import listener
+from tapkit import listener, recv_all, serve_once
 
 from ripple_cli.tap.records import (
     DATA,
@@ -113,31 +113,6 @@ def relay(
             proc.wait()
 
 
-def _recv_all(s: socket.socket) -> bytes:
-    out = bytearray()
-    while chunk := s.recv(1 << 16):
-        out += chunk
-    return bytes(out)
-
-
-def _serve_once(handler: Callable[[socket.socket], object]) -> tuple[int, dict[str, object]]:
-    srv = listener()
-    result: dict[str, object] = {}
-
-    def run() -> None:
-        conn, _ = srv.accept()
-        srv.close()
-        with conn:
-            try:
-                result["value"] = handler(conn)
-            except OSError as e:
-                result["error"] = e
-        result["done"] = True
-
-    threading.Thread(target=run, daemon=True).start()
-    return int(srv.getsockname()[1]), result
-
-
 def _wait(result: dict[str, object]) -> None:
     deadline = time.monotonic() + 20
     while "done" not in result:
@@ -180,18 +155,17 @@ def test_a_conversation_half_closed_each_way(lane: str) -> None:
     request = random.Random(1).randbytes(300_000)
     answer = random.Random(2).randbytes(200_000)
 
-    def upstream(conn: socket.socket) -> bytes:
-        got = _recv_all(conn)  # ends at the client's FIN
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["value"] = recv_all(conn)  # ends at the client's FIN
         conn.sendall(answer)
-        return got
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with relay(lane, port) as run:
         with socket.create_connection(("127.0.0.1", run.port)) as c:
             client_port = c.getsockname()[1]
             c.sendall(request)
             c.shutdown(socket.SHUT_WR)
-            assert _recv_all(c) == answer
+            assert recv_all(c) == answer
         _wait(result)
         assert result["value"] == request
         run.wait_for(lambda rs: sum(r.type == END for r in rs) == 2, "both ends")
@@ -208,10 +182,10 @@ def test_a_conversation_half_closed_each_way(lane: str) -> None:
 
 @pytest.mark.parametrize("lane", LANES)
 def test_a_client_reset_ends_both_directions_and_resets_the_upstream(lane: str) -> None:
-    def upstream(conn: socket.socket) -> bytes:
-        return _recv_all(conn)  # raises ConnectionResetError at the relay's RST
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["value"] = recv_all(conn)  # raises ConnectionResetError at the relay's RST
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with relay(lane, port) as run:
         c = socket.create_connection(("127.0.0.1", run.port))
         client_port = c.getsockname()[1]
@@ -256,7 +230,10 @@ def test_an_unreachable_upstream_is_a_note_and_the_client_is_reset(lane: str) ->
 
 @pytest.mark.parametrize("lane", LANES)
 def test_connections_beyond_the_limit_are_refused_with_a_note(lane: str) -> None:
-    port, result = _serve_once(_recv_all)
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["value"] = recv_all(conn)
+
+    port, result = serve_once(upstream)
     with relay(lane, port, max_connections=1) as run:
         first = socket.create_connection(("127.0.0.1", run.port))
         first_port = first.getsockname()[1]
@@ -284,10 +261,10 @@ def test_connections_beyond_the_limit_are_refused_with_a_note(lane: str) -> None
 
 @pytest.mark.parametrize("lane", LANES)
 def test_stopping_ends_open_connections_and_says_stopped_last(lane: str) -> None:
-    def upstream(conn: socket.socket) -> bytes:
-        return _recv_all(conn)  # until the relay closes on its way out
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["value"] = recv_all(conn)  # until the relay closes on its way out
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with relay(lane, port) as run:
         c = socket.create_connection(("127.0.0.1", run.port))
         client_port = c.getsockname()[1]
@@ -314,14 +291,14 @@ def test_copies_beyond_the_buffer_become_gaps_of_their_exact_size(lane: str) -> 
     the gaps told before the next copy or the end."""
     payload = random.Random(3).randbytes(12 << 20)
 
-    def upstream(conn: socket.socket) -> None:
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
         got = bytearray()
         while chunk := conn.recv(1 << 20):
             got += chunk
             conn.sendall(chunk)  # echoed as it comes
         assert bytes(got) == payload
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with relay(lane, port, buffer=256 << 10, read=False) as run:
         with socket.create_connection(("127.0.0.1", run.port)) as c:
             back = bytearray()
@@ -395,7 +372,7 @@ def test_both_lanes_give_the_same_records_for_many_connections() -> None:
                     ports[c.getsockname()[1]] = data
                     c.sendall(data)
                     c.shutdown(socket.SHUT_WR)
-                    _recv_all(c)
+                    recv_all(c)
 
             threads = [threading.Thread(target=client, args=(i,)) for i in range(20)]
             for t in threads:

@@ -14,7 +14,6 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -26,9 +25,10 @@ from tapkit import (
     by_connection,
     decode_lines,
     exchange,
-    listener,
+    recv_all,
     ripple_stream,
     run_tap,
+    serve_once,
     sha,
     wait_for,
     wait_idle,
@@ -122,15 +122,15 @@ def test_plain_sexp_is_decode_s_lines_each_direction_in_turn(tmp_path: Path) -> 
     answer = ripple_stream(seed=22, size=1_000_000, big=200)
 
     def upstream(conn: socket.socket, result: dict[str, object]) -> None:
-        result["got"] = _recv_all(conn)
+        result["got"] = recv_all(conn)
         conn.sendall(answer)
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with run_tap(_proxy_args(port, "--format", "sexp"), tmp_path) as tap:
         with socket.create_connection(("127.0.0.1", tap.port)) as c:
             c.sendall(request)
             c.shutdown(socket.SHUT_WR)
-            assert _recv_all(c) == answer
+            assert recv_all(c) == answer
         wait_for(lambda: "done" in result, what="the upstream")
         assert result["got"] == request
         wait_idle(tap.proc.pid)
@@ -206,31 +206,6 @@ def test_a_relay_that_dies_ends_the_tap_with_a_problem(tmp_path: Path) -> None:
     assert "error: the relay process ended unexpectedly (exit status -9)" in tap.stderr()
 
 
-def _serve_once(handler: Callable[[socket.socket, dict[str, object]], None]) -> tuple[int, dict[str, object]]:
-    srv = listener()
-    result: dict[str, object] = {}
-
-    def run() -> None:
-        conn, _ = srv.accept()
-        srv.close()
-        with conn:
-            try:
-                handler(conn, result)
-            except OSError as e:
-                result["error"] = e
-        result["done"] = True
-
-    threading.Thread(target=run, daemon=True).start()
-    return int(srv.getsockname()[1]), result
-
-
-def _recv_all(s: socket.socket) -> bytes:
-    out = bytearray()
-    while chunk := s.recv(65536):
-        out += chunk
-    return bytes(out)
-
-
 def _rst(s: socket.socket) -> None:
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     s.close()
@@ -242,16 +217,16 @@ def _tap_to(upstream_port: int, tmp_path: Path) -> AbstractContextManager[TapRun
 
 def test_client_half_close_reaches_upstream_which_still_answers(tmp_path: Path) -> None:
     def upstream(conn: socket.socket, result: dict[str, object]) -> None:
-        result["got"] = _recv_all(conn)  # returns at the client's FIN
+        result["got"] = recv_all(conn)  # returns at the client's FIN
         conn.sendall(b"answer after your FIN")
         conn.close()
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with _tap_to(port, tmp_path) as tap, socket.create_connection(("127.0.0.1", tap.port)) as c:
         c.sendall(b"question")
         c.shutdown(socket.SHUT_WR)
         c.settimeout(10)
-        assert _recv_all(c) == b"answer after your FIN"  # and then EOF: the upstream closed
+        assert recv_all(c) == b"answer after your FIN"  # and then EOF: the upstream closed
         wait_for(lambda: "done" in result)
         assert result["got"] == b"question"
 
@@ -260,12 +235,12 @@ def test_upstream_close_reaches_client(tmp_path: Path) -> None:
     def upstream(conn: socket.socket, result: dict[str, object]) -> None:
         conn.sendall(b"bye")
         conn.shutdown(socket.SHUT_WR)
-        result["got"] = _recv_all(conn)  # the client still talks, then closes
+        result["got"] = recv_all(conn)  # the client still talks, then closes
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with _tap_to(port, tmp_path) as tap, socket.create_connection(("127.0.0.1", tap.port)) as c:
         c.settimeout(10)
-        assert _recv_all(c) == b"bye"  # EOF seen by the client
+        assert recv_all(c) == b"bye"  # EOF seen by the client
         c.sendall(b"still here")
         c.shutdown(socket.SHUT_WR)
         wait_for(lambda: "done" in result)
@@ -281,7 +256,7 @@ def test_client_reset_resets_upstream(tmp_path: Path) -> None:
         conn.settimeout(10)
         result["then"] = conn.recv(100)  # raises ConnectionResetError when the RST is passed on
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with _tap_to(port, tmp_path) as tap:
         c = socket.create_connection(("127.0.0.1", tap.port))
         c.sendall(b"x")
@@ -299,7 +274,7 @@ def test_upstream_reset_resets_client(tmp_path: Path) -> None:
         time.sleep(0.2)
         _rst(conn)
 
-    port, result = _serve_once(upstream)
+    port, result = serve_once(upstream)
     with _tap_to(port, tmp_path) as tap, socket.create_connection(("127.0.0.1", tap.port)) as c:
         c.settimeout(10)
         c.sendall(b"x")
