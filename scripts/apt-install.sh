@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sourced by system-deps.sh and bench-deps.sh: `apt_install NAME PACKAGE...`
+# Sourced by system-deps.sh, bench-deps.sh and npm-peers.sh: `apt_install NAME PACKAGE...`
 # installs the Debian packages that are missing, as root or through sudo,
 # without questions; does nothing when every one is already there.
 

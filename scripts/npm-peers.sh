@@ -6,21 +6,11 @@
 # (nodejs, npm) when the machine has no npm at all.
 set -euo pipefail
 
+. "$(dirname "$0")/apt-install.sh"
 cd "$(dirname "$0")/../tests/peers"
 
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-  echo "npm-peers: installing nodejs and npm" >&2
-  if [ "$(id -u)" -eq 0 ]; then
-    sudo=()
-  elif command -v sudo >/dev/null 2>&1; then
-    sudo=(sudo)
-  else
-    echo "npm-peers: need root (or sudo) to install nodejs and npm" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  apt_install npm-peers nodejs npm
 fi
 
 # npm writes node_modules/.package-lock.json on every install: the same
