@@ -35,6 +35,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -452,10 +453,19 @@ def main(argv: list[str]) -> int:
     out_fd = os.dup(1)
     os.dup2(2, 1)
     in_fd = os.dup(0)
+    if not stat.S_ISFIFO(os.fstat(out_fd).st_mode):
+        print("ripple: tap: relay: its stdout must be a pipe (ripple tap starts it)", file=sys.stderr)
+        return 2
     loop = c_loop()
-    if loop is not None:
-        return serve_c(loop, cfg, out_fd, in_fd)
-    return asyncio.run(serve(cfg, out_fd, in_fd))
+    try:
+        if loop is not None:
+            return serve_c(loop, cfg, out_fd, in_fd)
+        return asyncio.run(serve(cfg, out_fd, in_fd))
+    except OSError as e:
+        # The system refused the loop itself (epoll, descriptors): one line on
+        # the tap's stderr; the tap reports the relay's end as a problem.
+        print(f"ripple: tap: relay: {e.strerror or e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

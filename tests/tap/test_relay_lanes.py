@@ -402,3 +402,21 @@ def test_both_lanes_give_the_same_records_for_many_connections() -> None:
     lanes = [lane for lane in LANES if lane == "asyncio" or c_loop() is not None]
     results = [one_lane(lane) for lane in lanes]
     assert all(r == results[0] for r in results)
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_records_to_anything_but_a_pipe_is_one_line_and_exit_2(lane: str, tmp_path: Path) -> None:
+    cfg = RelayConfig("127.0.0.1", 0, "127.0.0.1", 1, 1, 1000)
+    with open(tmp_path / "records", "wb") as out:
+        r = subprocess.run(
+            [sys.executable, "-m", "ripple_cli.tap.relay", cfg.to_json()],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            env=_lane_env(lane),
+            cwd=ROOT,
+            timeout=30,
+            check=False,
+        )
+    assert r.returncode == 2
+    assert r.stderr == b"ripple: tap: relay: its stdout must be a pipe (ripple tap starts it)\n"
