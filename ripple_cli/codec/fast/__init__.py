@@ -11,12 +11,15 @@ two are interleaved, program.py for schemas compiled for C.
 
 `RIPPLE_PURE=1` in the environment turns the fast lane off (the tests run
 the CLI both ways); a machine where the extension could not be built runs
-pure without being asked.
+pure without being asked.  The extension is used only when the tables it
+was compiled with (opcodes, record layout) are layout.py's: a stale or
+mismatched build is refused with one line on stderr rather than trusted.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from functools import cache
 from types import ModuleType
 
@@ -39,4 +42,25 @@ def _load() -> ModuleType | None:
         from ripple_cli.codec.fast import _speedups
     except ImportError:
         return None
-    return _speedups
+    return checked(_speedups)
+
+
+def checked(accel: ModuleType) -> ModuleType | None:
+    """The module when its `LAYOUT` is layout.py's; else None (the pure lane),
+    said in one line on stderr: the C lane would misread programs or
+    records, and print or report wrong things without failing."""
+    from ripple_cli.codec.fast.layout import LAYOUT
+
+    theirs = getattr(accel, "LAYOUT", None)
+    if theirs == LAYOUT:
+        return accel
+    if isinstance(theirs, dict):
+        what = ", ".join(k for k in sorted(LAYOUT.keys() | theirs.keys()) if theirs.get(k) != LAYOUT.get(k))
+    else:
+        what = "no LAYOUT"
+    print(
+        f"ripple: warning: the C fast lane was built from other tables than layout.py ({what}); "
+        "running without it (rebuild it: pip install -e .)",
+        file=sys.stderr,
+    )
+    return None

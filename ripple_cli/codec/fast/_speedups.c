@@ -25,6 +25,7 @@
 
 #include "binprot.h"
 #include "crc32c.h"
+#include "layout.h"
 #include "sexpout.h"
 
 #define HEADER_SIZE 59
@@ -32,27 +33,11 @@
 
 /* ------------------------------------------------------------------ Program */
 
-/* Node opcodes; keep in step with program.py. */
-enum {
-    OP_INT = 1,
-    OP_INT32 = 2,
-    OP_INT64 = 3,
-    OP_FLOAT = 4,
-    OP_BOOL = 5,
-    OP_STRING = 6,
-    OP_OPTION = 7, /* child */
-    OP_LIST = 8, /* child */
-    OP_RECORD = 9, /* n, then n x (name atom, child) */
-    OP_ENUM = 10, /* count, first name atom */
-};
-
-/* code[0]: key node, code[1]: row node (a record), code[2]: first Patch
- * constructor atom.  Nodes follow; a child always comes after its parent,
- * so the code has no cycles and the interpreter's recursion is bounded. */
-#define PROG_KEY 0
-#define PROG_ROW 1
-#define PROG_CTORS 2
-#define PROG_NODES 3
+/* The opcodes (OP_*) and the header words (code[PROG_KEY]: key node,
+ * code[PROG_ROW]: row node (a record), code[PROG_CTORS]: first Patch
+ * constructor atom) are in layout.h, from layout.py.  Nodes follow from
+ * PROG_NODES; a child always comes after its parent, so the code has no
+ * cycles and the interpreter's recursion is bounded. */
 #define MAX_DEPTH 256
 
 typedef struct {
@@ -799,15 +784,9 @@ static PyTypeObject ProgramType = {
 
 /* ------------------------------------------------------------------ Scanner */
 
-/* Problem records, six int64 each: kind, offset, seq, a, b, c.  lane.py
- * turns them into the Problems analysis/sequence.py would have made. */
-enum {
-    REC_SEQ_ORDER = 1, /* a: previous seq */
-    REC_BEFORE_SCHEMA = 2, /* a: index in names of the fingerprint */
-    REC_DUPLICATE = 3, /* a: index in names of the (worker, output) key, b: sequence_no, c: last applied */
-    REC_GAP = 4, /* the same */
-};
-#define REC_WORDS 6
+/* Problem records, REC_WORDS int64 each (kinds and word order in layout.h,
+ * from layout.py).  lane.py turns them into the Problems
+ * analysis/sequence.py would have made. */
 
 #define MAX_FPS 64
 
@@ -885,7 +864,8 @@ run_record(Run *cx, int64_t kind, int64_t off, int64_t seq, int64_t a, int64_t b
         cx->caprecs = cap;
     }
     int64_t *r = cx->recs + cx->nrecs;
-    r[0] = kind, r[1] = off, r[2] = seq, r[3] = a, r[4] = b, r[5] = c;
+    r[REC_AT_KIND] = kind, r[REC_AT_OFFSET] = off, r[REC_AT_SEQ] = seq;
+    r[REC_AT_A] = a, r[REC_AT_B] = b, r[REC_AT_C] = c;
     cx->nrecs += REC_WORDS;
     return 0;
 }
@@ -1491,13 +1471,16 @@ PyInit__speedups(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    if (PyModule_AddStringConstant(m, "CRC32C_IMPL", impl) || PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) ||
-        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) ||
-        PyModule_AddIntConstant(m, "REC_SEQ_ORDER", REC_SEQ_ORDER) ||
-        PyModule_AddIntConstant(m, "REC_BEFORE_SCHEMA", REC_BEFORE_SCHEMA) ||
-        PyModule_AddIntConstant(m, "REC_DUPLICATE", REC_DUPLICATE) || PyModule_AddIntConstant(m, "REC_GAP", REC_GAP)) {
+    PyObject *layout = layout_table();
+    int bad = !layout || PyModule_AddObjectRef(m, "LAYOUT", layout);
+    Py_XDECREF(layout);
+#define X(name, value) || PyModule_AddIntConstant(m, "REC_" #name, REC_##name)
+    if (bad || PyModule_AddStringConstant(m, "CRC32C_IMPL", impl) ||
+        PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) ||
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) LAYOUT_RECORD_KINDS(X)) {
         Py_DECREF(m);
         return NULL;
     }
+#undef X
     return m;
 }

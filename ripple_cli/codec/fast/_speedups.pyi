@@ -1,6 +1,7 @@
 # Types of the C extension built from _speedups.c.
 
 CRC32C_IMPL: str  # "sse4.2" or "table"
+LAYOUT: dict[str, object]  # the tables it was compiled with (layout.h); must equal layout.LAYOUT
 REC_SEQ_ORDER: int
 REC_BEFORE_SCHEMA: int
 REC_DUPLICATE: int

@@ -4,9 +4,9 @@
 same type into int32 words that `_speedups.c` interprets, to validate a
 Delta's key and delta or print them as `to_sexp` + `to_string` would.
 
-Layout (keep in step with `_speedups.c`):
-  word 0: the key's node;  word 1: the row's node (a record);
-  word 2: the atom of the first Patch constructor (`Price`, `Venue`, ...);
+Layout (its numbers are layout.py's, which the C module is checked against):
+  header (PROG_KEY, PROG_ROW, PROG_CTORS): the key's node, the row's node
+    (a record), the atom of the first Patch constructor (`Price`, `Venue`, ...);
   then the nodes, each an opcode and its operands, children after parents:
     INT | INT32 | INT64 | FLOAT | BOOL | STRING
     OPTION child | LIST child
@@ -23,16 +23,30 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ripple_cli.codec.delta import ctor_name
+from ripple_cli.codec.fast.layout import (
+    HEADER_WORDS,
+    OP_BOOL,
+    OP_ENUM,
+    OP_FLOAT,
+    OP_INT,
+    OP_INT32,
+    OP_INT64,
+    OP_LIST,
+    OP_OPTION,
+    OP_RECORD,
+    OP_STRING,
+    PROG_CTORS,
+    PROG_KEY,
+    PROG_ROW,
+    PROGRAM_TYPECODE,
+)
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
 from ripple_cli.sexp.write import atom_text, must_escape
 
 if TYPE_CHECKING:
     from ripple_cli.codec.fast._speedups import Program
 
-OP_INT, OP_INT32, OP_INT64, OP_FLOAT, OP_BOOL, OP_STRING = 1, 2, 3, 4, 5, 6
-OP_OPTION, OP_LIST, OP_RECORD, OP_ENUM = 7, 8, 9, 10
 _PRIM = {"Int": OP_INT, "Int32": OP_INT32, "Int64": OP_INT64, "Float": OP_FLOAT, "Bool": OP_BOOL, "String": OP_STRING}
-HEADER_WORDS = 3
 
 
 class _Builder:
@@ -69,10 +83,10 @@ class _Builder:
 def program_words(schema: Schema) -> tuple[bytes, tuple[tuple[bytes, bool], ...]]:
     """The arguments of `_speedups.Program` for a schema."""
     b = _Builder()
-    b.code[0] = b.node(schema.key)
-    b.code[1] = b.node(RecordOf(schema.fields))
-    b.code[2] = b.atoms_of(tuple(ctor_name(f.name) for f in schema.fields))
-    return array("i", b.code).tobytes(), tuple(b.atoms)
+    b.code[PROG_KEY] = b.node(schema.key)
+    b.code[PROG_ROW] = b.node(RecordOf(schema.fields))
+    b.code[PROG_CTORS] = b.atoms_of(tuple(ctor_name(f.name) for f in schema.fields))
+    return array(PROGRAM_TYPECODE, b.code).tobytes(), tuple(b.atoms)
 
 
 @lru_cache(maxsize=1024)
