@@ -38,10 +38,12 @@ from ripple_cli.codec.messages import (  # noqa: E402
     FIXED_FINGERPRINTS,
     HANDSHAKE,
     SCHEMA_NEGOTIATION,
+    DeltaMode,
     SchemaNegotiation,
     write_payload,
 )
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder  # noqa: E402
+from ripple_cli.protocols.ripple.decoder import StreamDecoder  # noqa: E402
+from ripple_cli.protocols.ripple.message import Message  # noqa: E402
 
 DEMO = ROOT / "examples" / "demo.ripple"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ripple_cli.cli.environment import Environment
 from ripple_cli.cli.main import main
+from ripple_cli.terminal.environment import Environment
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

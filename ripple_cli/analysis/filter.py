@@ -3,7 +3,7 @@
     type == Delta and output == vwap and key == "AAPL" and sequence_no > 100
 
 `compile_filter` parses the text once into a tree of closures; calling the
-resulting `DisplayFilter` with an `Origin` and a `Message` evaluates it,
+resulting `DisplayFilter` with an `Origin` and a message evaluates it,
 reading only the fields the expression names, straight from the frame, the
 payload and the decoded Delta (nothing is rendered except a key's text when
 a key is compared as text).
@@ -35,27 +35,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ripple_cli.codec.delta import CompiledSchema, Patch, SetRow
-from ripple_cli.codec.messages import (
-    TYPE_NAMES,
-    CheckpointAck,
-    CheckpointRequest,
-    DeltaMsg,
-    DeltaView,
-    Handshake,
-    Heartbeat,
-    SchemaNegotiation,
-)
-from ripple_cli.codec.stream import Message
 from ripple_cli.errors import UsageProblem
-from ripple_cli.flow.items import Decoded
-from ripple_cli.flow.origin import Origin
-from ripple_cli.protocols.base import ProtoMessage
+from ripple_cli.protocols import registry
+from ripple_cli.protocols.base import Dissector
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.registry import PROTOCOLS as PROTOCOL_NAMES
-from ripple_cli.render.summary import key_text
 
-Predicate = Callable[[Origin, Message], bool]
-Getter = Callable[[Origin, Message], Any]
+# A message is any protocol's (Decoded); Any here, because each protocol's
+# getters take their own message class.
+Predicate = Callable[[Origin, Any], bool]
+Getter = Callable[[Origin, Any], Any]
 Test = Callable[[Any], bool]
 
 
@@ -74,24 +64,25 @@ class FilterError(UsageProblem):
 class DisplayFilter:
     """A compiled filter: call it with (origin, message) to get a bool.
 
-    It is compiled twice: once for Ripple messages, with getters that read
-    the frame and payload directly, and once for the sibling protocols'
-    messages, whose fields are looked up by name in their JSON view."""
+    The text is checked once against every protocol's fields, then compiled
+    for each protocol on its first message, with the getters its dissector
+    gives (`Dissector.getter`: Ripple's read the frame and payload
+    directly, the sibling protocols' look names up in their JSON view)."""
 
-    __slots__ = ("_predicate", "_proto_predicate", "fields", "text")
+    __slots__ = ("_by_protocol", "fields", "text")
 
-    def __init__(
-        self, text: str, predicate: Predicate, fields: frozenset[str], proto_predicate: Predicate | None = None
-    ) -> None:
+    def __init__(self, text: str, fields: frozenset[str]) -> None:
         self.text = text
-        self._predicate = predicate
-        self._proto_predicate = proto_predicate or predicate
+        self._by_protocol: dict[str, Predicate] = {}
         self.fields = fields  # the field names used, as written (`field.stats.high`)
 
     def __call__(self, origin: Origin, msg: Decoded) -> bool:
-        if type(msg) is Message:
-            return self._predicate(origin, msg)
-        return self._proto_predicate(origin, msg)  # type: ignore[arg-type]
+        try:
+            predicate = self._by_protocol[msg.protocol]
+        except KeyError:
+            dissector = registry.get(msg.protocol)
+            predicate = self._by_protocol[msg.protocol] = _Parser(self.text, dissector).parse()
+        return predicate(origin, msg)
 
     @property
     def needs_decoded_deltas(self) -> bool:
@@ -106,9 +97,8 @@ class DisplayFilter:
 def compile_filter(text: str) -> DisplayFilter:
     """Parse `text`; raises `FilterError` with the column of the problem."""
     parser = _Parser(text)
-    predicate = parser.parse()
-    proto_predicate = _Parser(text, proto=True).parse()
-    return DisplayFilter(text, predicate, frozenset(parser.fields), proto_predicate)
+    parser.parse()
+    return DisplayFilter(text, frozenset(parser.fields))
 
 
 # ------------------------------------------------------------------ fields
@@ -141,185 +131,61 @@ class _Field:
     choice_what: str = ""
 
 
-def _g_type(o: Origin, m: Message) -> Any:
-    return _TYPE_BY_TAG.get(m.frame.tag, "Unknown")
-
-
-_TYPE_BY_TAG = dict(TYPE_NAMES)
-TYPE_CHOICES = (*TYPE_NAMES.values(), "Unknown")
-
-
-def _g_seq(o: Origin, m: Message) -> Any:
-    return m.frame.seq
-
-
-def _g_time_ns(o: Origin, m: Message) -> Any:
-    return m.frame.time_ns
-
-
-def _g_schema(o: Origin, m: Message) -> Any:
-    return m.frame.fingerprint
-
-
-def _g_flags(o: Origin, m: Message) -> Any:
-    return m.frame.flags
-
-
-def _g_offset(o: Origin, m: Message) -> Any:
-    return m.frame.offset
-
-
-def _g_size(o: Origin, m: Message) -> Any:
-    return m.frame.size
-
-
-def _g_output(o: Origin, m: Message) -> Any:
-    body = m.body
-    t = type(body)
-    return body.source_output if t is DeltaView or t is DeltaMsg else None  # type: ignore[union-attr]
-
-
-def _g_sequence_no(o: Origin, m: Message) -> Any:
-    body = m.body
-    t = type(body)
-    return body.sequence_no if t is DeltaView or t is DeltaMsg else None  # type: ignore[union-attr]
-
-
-def _g_watermark_ns(o: Origin, m: Message) -> Any:
-    body = m.body
-    t = type(body)
-    return body.watermark_ns if t is DeltaView or t is DeltaMsg else None  # type: ignore[union-attr]
-
-
-_DELTA_BY_TAG = {0: "set", 1: "patch", 2: "remove"}
-
-
-def _g_delta(o: Origin, m: Message) -> Any:
-    body = m.body
-    if type(body) is DeltaView:
-        d = type(body.delta)
-        return "set" if d is SetRow else "patch" if d is Patch else "remove"
-    if type(body) is DeltaMsg:
-        # The variant tag is the first byte whatever the schema.
-        raw = body.delta_bytes
-        return _DELTA_BY_TAG.get(raw[0]) if raw else None
-    return None
-
-
-def _g_key(o: Origin, m: Message) -> Any:
-    body = m.body
-    if type(body) is DeltaView:
-        k = body.key
-        while type(k) is tuple:
-            k = k[0]
-        return k
-    if type(body) is DeltaMsg:
-        return body.key
-    return None
-
-
-def _g_worker(o: Origin, m: Message) -> Any:
-    body = m.body
-    t = type(body)
-    if t is Heartbeat or t is CheckpointAck:
-        return body.worker_id  # type: ignore[union-attr]
-    if t is Handshake:
-        return body.source_worker_id  # type: ignore[union-attr]
-    return None
-
-
-def _g_load(o: Origin, m: Message) -> Any:
-    body = m.body
-    return body.load if type(body) is Heartbeat else None
-
-
-def _g_checkpoint_id(o: Origin, m: Message) -> Any:
-    body = m.body
-    t = type(body)
-    return body.checkpoint_id if t is CheckpointRequest or t is CheckpointAck else None  # type: ignore[union-attr]
-
-
-def _g_ok(o: Origin, m: Message) -> Any:
-    body = m.body
-    return body.ok if type(body) is SchemaNegotiation else None
-
-
-def _g_errors(o: Origin, m: Message) -> Any:
-    body = m.body
-    return body.errors if type(body) is SchemaNegotiation else None
-
-
-def _g_connection(o: Origin, m: Message) -> Any:
+def _g_connection(o: Origin, m: Any) -> Any:
     s = o.stream
     return None if s is None else s.connection
 
 
-def _g_direction(o: Origin, m: Message) -> Any:
+def _g_direction(o: Origin, m: Any) -> Any:
     s = o.stream
     return None if s is None else s.direction
 
 
-def _g_src(o: Origin, m: Message) -> Any:
+def _g_src(o: Origin, m: Any) -> Any:
     s = o.stream
     if s is None:
         return None
     return str(s.client if s.from_client else s.server)
 
 
-def _g_dst(o: Origin, m: Message) -> Any:
+def _g_dst(o: Origin, m: Any) -> Any:
     s = o.stream
     if s is None:
         return None
     return str(s.server if s.from_client else s.client)
 
 
-def _g_capture_time_ns(o: Origin, m: Message) -> Any:
+def _g_capture_time_ns(o: Origin, m: Any) -> Any:
     return o.time_ns
 
 
-def _g_protocol(o: Origin, m: Message) -> Any:
-    return "ripple"
+def _g_protocol(o: Origin, m: Any) -> Any:
+    return m.protocol
+
+
+def _g_type(o: Origin, m: Any) -> Any:
+    return m.type
+
+
+def _g_offset(o: Origin, m: Any) -> Any:
+    return m.offset
+
+
+def _g_size(o: Origin, m: Any) -> Any:
+    return m.size
 
 
 # Fields read from the origin alone: the same getter serves every protocol.
 _ORIGIN_FIELDS = frozenset(("connection", "direction", "src", "dst", "capture_time_ns"))
-# Fields every protocol's message has as attributes.
-_PROTO_ATTRS: dict[str, Callable[[ProtoMessage], Any]] = {
-    "type": lambda m: m.type,
-    "offset": lambda m: m.offset,
-    "size": lambda m: m.size,
-    "protocol": lambda m: m.protocol,
-}
-
-
-def _proto_getter(name: str) -> Getter:
-    """A sibling protocol's field: its attribute, or its JSON view's value
-    at the dotted name (`params.machine`), None when absent."""
-    attr = _PROTO_ATTRS.get(name)
-    if attr is not None:
-        return lambda o, m: attr(m)  # type: ignore[arg-type]
-    path = tuple(name.split("."))
-
-    def get(o: Origin, m: Message) -> Any:
-        v: Any = m.fields  # type: ignore[attr-defined]
-        for part in path:
-            if type(v) is not dict:
-                return None
-            v = v.get(part)
-        return v
-
-    return get
 
 
 def _protocol_test(name: str) -> Getter:
     """A bare protocol name: true for that protocol's messages."""
-    return lambda o, m: getattr(m, "protocol", "ripple") == name
+    return lambda o, m: m.protocol == name
 
 
 def _protocol_field_names() -> dict[str, str]:
-    """Every sibling protocol's -Y field -> the protocols that have it."""
-    from ripple_cli.protocols import registry
-
+    """Every protocol's -Y field -> the protocols that have it."""
     out: dict[str, str] = {}
     for name in registry.names():
         for f in registry.get(name).filter_fields:
@@ -328,34 +194,29 @@ def _protocol_field_names() -> dict[str, str]:
 
 
 def _all_type_names() -> tuple[str, ...]:
-    from ripple_cli.protocols import registry
-
-    names = list(TYPE_CHOICES)
+    """Every protocol's type names: its `type` field's choices, else the
+    names of its table styles."""
+    names: list[str] = []
     for name in registry.names():
-        names += [t for t in registry.get(name).type_styles if t not in names]
+        d = registry.get(name)
+        typ = d.filter_fields.get("type")
+        names += [t for t in (typ.choices if typ is not None and typ.choices else d.type_styles) if t not in names]
     return tuple(names)
 
 
-_FIELDS: dict[str, _Field] = {
-    f.name: f
-    for f in (
-        _Field("type", _STR, _g_type, TYPE_CHOICES, "message type"),
-        _Field("seq", _NUM, _g_seq),
-        _Field("time_ns", _NUM, _g_time_ns),
-        _Field("schema", _BYTES, _g_schema),
-        _Field("flags", _NUM, _g_flags),
+def _typed_fields() -> dict[str, _Field]:
+    """The fields whose kind is known when the filter is compiled: those a
+    dissector reads itself (FilterField.get), then the ones every message
+    has, then those of the origin."""
+    out: dict[str, _Field] = {}
+    for d in registry.all_dissectors():
+        for name, ff in d.filter_fields.items():
+            if ff.get is not None and name not in out:
+                out[name] = _Field(name, ff.kind, ff.get, ff.choices, ff.choice_what)
+    generic = (
+        _Field("type", _STR, _g_type, (), "message type"),
         _Field("offset", _NUM, _g_offset),
         _Field("size", _NUM, _g_size),
-        _Field("output", _BYTES, _g_output),
-        _Field("key", _KEY, _g_key),
-        _Field("sequence_no", _NUM, _g_sequence_no),
-        _Field("watermark_ns", _NUM, _g_watermark_ns),
-        _Field("delta", _STR, _g_delta, ("set", "patch", "remove"), "delta kind"),
-        _Field("worker", _BYTES, _g_worker),
-        _Field("load", _NUM, _g_load),
-        _Field("checkpoint_id", _NUM, _g_checkpoint_id),
-        _Field("ok", _BOOL, _g_ok),
-        _Field("errors", _LIST, _g_errors),
         _Field("connection", _NUM, _g_connection),
         _Field("direction", _STR, _g_direction, ("c2s", "s2c"), "direction"),
         _Field("src", _STR, _g_src),
@@ -363,7 +224,13 @@ _FIELDS: dict[str, _Field] = {
         _Field("capture_time_ns", _NUM, _g_capture_time_ns),
         _Field("protocol", _STR, _g_protocol, tuple(PROTOCOL_NAMES), "protocol"),
     )
-}
+    for f in generic:
+        if f.name in _ORIGIN_FIELDS or f.name == "protocol" or f.name not in out:
+            out[f.name] = f
+    return out
+
+
+_FIELDS: dict[str, _Field] = _typed_fields()
 
 FIELD_NAMES: tuple[str, ...] = (*_FIELDS, "field.NAME")
 
@@ -376,49 +243,6 @@ _ALIASES = {
     "msg": "type",
     "tag": "type",
 }
-
-
-def _row_getter(name: str, path: tuple[str, ...]) -> Getter:
-    """`field.NAME.SUB...`: the value of a row field of a decoded Delta (a
-    Set's row, a Patch's update of that field), options unwrapped."""
-    indexes: dict[CompiledSchema, int | None] = {}
-
-    def index_of(schema: CompiledSchema) -> int | None:
-        try:
-            return indexes[schema]
-        except KeyError:
-            names = schema.field_names
-            found = names.index(name) if name in names else None
-            indexes[schema] = found
-            return found
-
-    def get(o: Origin, m: Message) -> Any:
-        body = m.body
-        if type(body) is not DeltaView:
-            return None
-        d = body.delta
-        if type(d) is SetRow:
-            v = d.row.get(name)
-        elif type(d) is Patch:
-            i = index_of(body.schema)
-            v = None
-            if i is not None:
-                for j, x in d.updates:
-                    if j == i:
-                        v = x  # the last update of a field wins, as in field_values
-        else:
-            return None
-        while type(v) is tuple:
-            v = v[0]
-        for part in path:
-            if type(v) is not dict:
-                return None
-            v = v.get(part)
-            while type(v) is tuple:
-                v = v[0]
-        return v
-
-    return get
 
 
 # ------------------------------------------------------------------ tokens
@@ -681,7 +505,7 @@ def _field_predicate(field: _Field, tests: _Tests) -> Predicate:
     kind = field.kind
     if kind == _ANY:
 
-        def any_pred(o: Origin, m: Message) -> bool:
+        def any_pred(o: Origin, m: Any) -> bool:
             v = get(o, m)
             return v is not None and _dispatch(tests, v)
 
@@ -694,52 +518,43 @@ def _field_predicate(field: _Field, tests: _Tests) -> Predicate:
         _LIST: tests.on_list,
     }[kind]
 
-    def pred(o: Origin, m: Message) -> bool:
+    def pred(o: Origin, m: Any) -> bool:
         v = get(o, m)
         return v is not None and f(v)
 
     return pred
 
 
-def _key_predicate(on_text: Test, on_num: Test | None) -> Predicate:
+def _key_predicate(field: _Field, on_text: Test, on_num: Test | None) -> Predicate:
     """A numeric key compares as a number with a number; otherwise the key
-    compares as its text (key_text: a decoded key's sexp, a raw key's 0x hex)."""
+    compares as its text (`Decoded.key`: a decoded key's sexp, a raw key's
+    0x hex).  The field's getter gives the key's value."""
+    get = field.get
 
-    def pred(o: Origin, m: Message) -> bool:
-        body = m.body
-        if type(body) is DeltaView:
-            if on_num is not None:
-                k = body.key
-                while type(k) is tuple:
-                    k = k[0]
-                t = type(k)
-                if t is int or t is float:
-                    return on_num(k)
-            return on_text(key_text(body))
-        if type(body) is DeltaMsg:
-            return on_text("0x" + body.key.hex())
-        return False
+    def pred(o: Origin, m: Any) -> bool:
+        if on_num is not None:
+            k = get(o, m)
+            t = type(k)
+            if t is int or t is float:
+                return on_num(k)
+        text = m.key
+        return text is not None and on_text(text)
 
     return pred
 
 
-def _key_member_predicate(tests: _Tests, any_number: bool) -> Predicate:
+def _key_member_predicate(field: _Field, tests: _Tests, any_number: bool) -> Predicate:
     on_text, on_num = tests.on_str, tests.on_num
+    get = field.get
 
-    def pred(o: Origin, m: Message) -> bool:
-        body = m.body
-        if type(body) is DeltaView:
-            if any_number:
-                k = body.key
-                while type(k) is tuple:
-                    k = k[0]
-                t = type(k)
-                if (t is int or t is float) and on_num(k):
-                    return True
-            return on_text(key_text(body))
-        if type(body) is DeltaMsg:
-            return on_text("0x" + body.key.hex())
-        return False
+    def pred(o: Origin, m: Any) -> bool:
+        if any_number:
+            k = get(o, m)
+            t = type(k)
+            if (t is int or t is float) and on_num(k):
+                return True
+        text = m.key
+        return text is not None and on_text(text)
 
     return pred
 
@@ -747,7 +562,7 @@ def _key_member_predicate(tests: _Tests, any_number: bool) -> Predicate:
 def _truth_predicate(field: _Field) -> Predicate:
     get = field.get
 
-    def pred(o: Origin, m: Message) -> bool:
+    def pred(o: Origin, m: Any) -> bool:
         # Getters unwrap options; present and not empty, zero or false.
         return bool(get(o, m))
 
@@ -762,7 +577,7 @@ def _any_of(preds: list[Predicate]) -> Predicate:
         return lambda o, m: a(o, m) or b(o, m)
     items = tuple(preds)
 
-    def pred(o: Origin, m: Message) -> bool:
+    def pred(o: Origin, m: Any) -> bool:
         return any(p(o, m) for p in items)
 
     return pred
@@ -776,7 +591,7 @@ def _all_of(preds: list[Predicate]) -> Predicate:
         return lambda o, m: a(o, m) and b(o, m)
     items = tuple(preds)
 
-    def pred(o: Origin, m: Message) -> bool:
+    def pred(o: Origin, m: Any) -> bool:
         return all(p(o, m) for p in items)
 
     return pred
@@ -798,20 +613,24 @@ def _suggest(word: str, candidates: Iterable[str]) -> str | None:
 
 
 class _Parser:
-    def __init__(self, text: str, proto: bool = False) -> None:
+    def __init__(self, text: str, dissector: Dissector | None = None) -> None:
         self.tokens = _lex(text)
         self.i = 0
         self.fields: set[str] = set()
-        self.proto = proto  # compiling for the sibling protocols' messages
+        self.dissector = dissector  # compiling for this protocol's messages (None: checking only)
 
     def runtime(self, field: _Field) -> _Field:
-        """The field as evaluated: as compiled for Ripple, or, for the
-        sibling protocols, looked up by name with its kind told by the value."""
-        if not self.proto or field.name in _ORIGIN_FIELDS or field.name in PROTOCOL_NAMES:
+        """The field as evaluated on this protocol's messages: with its kind
+        when the dissector reads it itself, else by name, its kind told by
+        the value."""
+        d = self.dissector
+        name = field.name
+        if d is None or name in _ORIGIN_FIELDS or name in PROTOCOL_NAMES or name == "protocol":
             return field
-        if field.name.startswith("field."):
-            return _Field(field.name, _ANY, lambda o, m: None)  # Ripple Delta rows only
-        return _Field(field.name, _ANY, _proto_getter(field.name))
+        own = d.filter_fields.get(name)
+        if own is not None and own.get is not None:
+            return _Field(name, own.kind, own.get, own.choices, own.choice_what)
+        return _Field(name, _ANY, d.getter(name))
 
     # -------------------------------------------------------- helpers
 
@@ -900,7 +719,7 @@ class _Parser:
             field = self.runtime(field)
             if field.kind == _KEY:
                 tests = _compare_tests(op.value, lit)
-                return _key_predicate(tests.on_str, tests.on_num if lit.number is not None else None)
+                return _key_predicate(field, tests.on_str, tests.on_num if lit.number is not None else None)
             return _field_predicate(field, _compare_tests(op.value, lit))
         if self.at_word("contains"):
             op = self.take()
@@ -908,7 +727,7 @@ class _Parser:
             field = self.runtime(field)
             lit = self.value()
             if field.kind == _KEY:
-                return _key_predicate(_contains_tests(lit).on_str, None)
+                return _key_predicate(field, _contains_tests(lit).on_str, None)
             return _field_predicate(field, _contains_tests(lit))
         if self.at_word("matches") or self.at_op("~"):
             op = self.take()
@@ -916,7 +735,7 @@ class _Parser:
             field = self.runtime(field)
             lit = self.value()
             if field.kind == _KEY:
-                return _key_predicate(_matches_tests(lit).on_str, None)
+                return _key_predicate(field, _matches_tests(lit).on_str, None)
             return _field_predicate(field, _matches_tests(lit))
         negated = False
         if self.at_word("not") and self.tokens[self.i + 1].kind == "word" and self.tokens[self.i + 1].value == "in":
@@ -929,7 +748,7 @@ class _Parser:
             field = self.runtime(field)
             tests = _member_tests(lits)
             if field.kind == _KEY:
-                pred = _key_member_predicate(tests, any(lit.number is not None for lit in lits))
+                pred = _key_member_predicate(field, tests, any(lit.number is not None for lit in lits))
             else:
                 pred = _field_predicate(field, tests)
             if negated:
@@ -950,7 +769,7 @@ class _Parser:
         known = _FIELDS.get(name)
         if known is not None:
             if name == "type":  # any protocol's type names
-                return _Field("type", _STR, _g_type, _all_type_names(), "message type")
+                return _Field("type", known.kind, known.get, _all_type_names(), "message type")
             if name == "protocol":  # the protocols registered now
                 return _Field("protocol", _STR, _g_protocol, tuple(PROTOCOL_NAMES), "protocol")
             return known
@@ -964,7 +783,7 @@ class _Parser:
             parts = rest.split(".") if rest else []
             if not parts or not _IDENT_RE.match(name):
                 raise FilterError(f"bad field name '{name}': a row field is field.NAME or field.NAME.SUB", tok.column)
-            return _Field(name, _ANY, _row_getter(parts[0], tuple(parts[1:])))
+            return _Field(name, _ANY, lambda o, m: None)  # a Delta row's: the dissector reads it
         if not _IDENT_RE.match(name):
             raise self.expected("a field name")
         suggestion = _ALIASES.get(name) or _suggest(name, [*_FIELDS, *theirs])

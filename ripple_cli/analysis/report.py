@@ -10,13 +10,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ripple_cli.codec.messages import TYPE_NAMES
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.errors import EXIT_OK, EXIT_PROBLEMS
 
 if TYPE_CHECKING:
-    from ripple_cli.codec.fast.lane import Batch
-    from ripple_cli.flow.items import Decoded
+    from ripple_cli.protocols.item import Decoded, Run
 
 
 @dataclass
@@ -59,19 +57,18 @@ class Report:
         else:
             self.dropped[rep.name] += 1
 
-    def batch(self, rep: SourceReport, batch: Batch) -> None:
-        """The messages and problems of a fast-lane Batch, as `message` and
+    def run(self, rep: SourceReport, run: Run) -> None:
+        """The messages and problems of a fast lane's run, as `message` and
         `problem` would count them one by one; only the problems that are
         kept are made."""
-        rep.messages += batch.messages
-        rep.bytes += batch.size
-        for tag, n in enumerate(batch.by_tag):
-            if n:
-                rep.by_type[TYPE_NAMES[tag]] += n
-        count = batch.problem_count
+        rep.messages += run.messages
+        rep.bytes += run.size
+        for name, n in run.counts():
+            rep.by_type[name] += n
+        count = run.problem_count
         if count:
             room = max(0, self.keep_problems - len(rep.problems))
-            rep.problems.extend(batch.problems(limit=min(room, count)))
+            rep.problems.extend(run.problems(limit=min(room, count)))
             self.dropped[rep.name] += count - min(room, count)
 
     def is_problem(self, p: Problem) -> bool:

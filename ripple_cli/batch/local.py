@@ -13,7 +13,7 @@ from .inputs import InputFile
 from .plan import DEFAULT_SPLIT, Plan, decode_plan, scan_tasks
 from .rows import Row, row_dict
 from .scan import scan_task
-from .tasks import ConnKey, Frame, Settings, rotated_frames, rotated_rows, task_rows
+from .tasks import ConnKey, RankedFrame, Settings, rotated_frames, rotated_rows, task_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,7 +35,7 @@ def plan_rows(plan: Plan) -> Iterator[Row]:
         yield from task_rows(task, plan.settings)
     if plan.rotated:
         # The shuffle, in memory: each rotated connection's packets from all its files.
-        frames: dict[ConnKey, list[Frame]] = {}
+        frames: dict[ConnKey, list[RankedFrame]] = {}
         for part in plan.rotated_parts:
             for key, frame in rotated_frames(part):
                 frames.setdefault(key, []).append(frame)

@@ -24,7 +24,7 @@ from ripple_cli.codec.fast.program import compile_program
 from ripple_cli.codec.jsonview import body_to_json, iso_time, type_name
 from ripple_cli.codec.messages import CheckpointAck, DeltaMsg, DeltaView, Handshake, Heartbeat
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import Message
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sexp.write import to_string
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ripple_cli.cli.environment import Environment
 from ripple_cli.errors import UsageProblem
 from ripple_cli.sources.schema_files import load_schema_file, schema_paths
+from ripple_cli.terminal.environment import Environment
 
 from .inputs import InputFile, discover
 from .plan import Plan

@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import io
 import mmap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ripple_cli.capture.events import StreamEnd, StreamStart
+from ripple_cli.capture.events import CaptureEvent, StreamEnd, StreamStart
 from ripple_cli.codec.crc import crc32c
 from ripple_cli.codec.envelope import CRC, HEADER, HEADER_SIZE, MAGIC, OVERHEAD, VERSION
 from ripple_cli.codec.errors import DecodeError
-from ripple_cli.codec.fast.lane import LaneKind
-from ripple_cli.codec.messages import HANDSHAKE, Handshake, read_payload
+from ripple_cli.codec.messages import HANDSHAKE, DeltaMode, Handshake, read_payload
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.schema import Schema
-from ripple_cli.codec.stream import DeltaMode, Message
+from ripple_cli.flow.pipeline import BaseSink, pump
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.item import Decoded, Run
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.inputs import input_events
 
 from .tasks import CaptureFile, ConnKey, RawRange, Settings, conn_key, ripple_demux
@@ -103,27 +107,40 @@ def scan_capture(task: CaptureFile, settings: Settings) -> ScanResult:
     # every envelope but the Handshakes, which come out as messages.
     demux = ripple_demux(task.path, settings, DeltaMode.RAW, lane=LaneKind.COUNT, registry=SchemaRegistry())
     conns: dict[int, ConnSeen] = {}
-    for ev in input_events(task.path, io.BytesIO(), settings.ports, settings.max_flows):
-        st = ev.stream
-        if st is not None:
-            if isinstance(ev, StreamStart):
-                seen = conns.get(st.connection)
-                if seen is None:
-                    seen = conns[st.connection] = ConnSeen(task.path, st.connection, conn_key(st), ev.time_ns or 0)
-                seen.cut |= not ev.syn_seen
-            elif isinstance(ev, StreamEnd) and ev.reason == "end of capture":
-                conns[st.connection].cut = True
-        for _origin, item in demux.feed_batches(ev):
-            _note(out, task.path, item)
-    for _origin, item in demux.finish_batches():
-        _note(out, task.path, item)
+
+    def events() -> Iterator[CaptureEvent]:
+        for ev in input_events(task.path, io.BytesIO(), settings.ports, settings.max_flows):
+            st = ev.stream
+            if st is not None:
+                if isinstance(ev, StreamStart):
+                    seen = conns.get(st.connection)
+                    if seen is None:
+                        seen = conns[st.connection] = ConnSeen(task.path, st.connection, conn_key(st), ev.time_ns or 0)
+                    seen.cut |= not ev.syn_seen
+                elif isinstance(ev, StreamEnd) and ev.reason == "end of capture":
+                    conns[st.connection].cut = True
+            yield ev
+
+    pump(events(), demux, _Handshakes(out, task.path))
     out.connections = [conns[n] for n in sorted(conns)]
     return out
 
 
-def _note(out: ScanResult, path: str, item: object) -> None:
-    if isinstance(item, Message) and isinstance(item.body, Handshake):
-        out.handshakes.append(HandshakeSeen(path, -1, item.body.source_worker_id, _schemas(item.body)))
+class _Handshakes(BaseSink):
+    """A pipeline sink that notes each Handshake; the lane counts the rest."""
+
+    takes_runs = True
+
+    def __init__(self, out: ScanResult, path: str) -> None:
+        self.out = out
+        self.path = path
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        if isinstance(msg, Message) and isinstance(msg.body, Handshake):
+            self.out.handshakes.append(HandshakeSeen(self.path, -1, msg.body.source_worker_id, _schemas(msg.body)))
+
+    def run(self, origin: Origin, run: Run) -> None:
+        pass
 
 
 def scan_task(task: RawRange | CaptureFile, settings: Settings) -> ScanResult:

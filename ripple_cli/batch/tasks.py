@@ -30,13 +30,18 @@ from ripple_cli.capture.packets import address_text, decode_frame
 from ripple_cli.capture.pcapfile import read_pcap, read_pcapng
 from ripple_cli.capture.reader import CaptureOptions, frame_events
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
-from ripple_cli.codec.fast.lane import LaneKind
+from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.schema import Schema
-from ripple_cli.codec.stream import DeltaMode, Event, Message, StreamDecoder
-from ripple_cli.flow.demux import Demux, Output
+from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.pipeline import BaseSink, steps
 from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
+from ripple_cli.protocols.base import DissectOptions, LaneKind
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.protocols.ripple.decoder import Event, StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.inputs import input_events
 
 from .rows import Row, RowBuilder, Where
@@ -144,31 +149,54 @@ def ripple_demux(
     """A Demux that decodes Ripple connections only (found by content, or
     by --port): the table has Ripple's columns.  The sibling protocols may
     have tables of their own later."""
-    choice = ProtocolChoice(protocol=RIPPLE, ports=settings.ports)
     reg = settings.registry() if registry is None else registry
-    return Demux(source, reg, mode, settings.max_payload, want=want, choice=choice, lane=lane)
+    options = DissectOptions(max_payload=settings.max_payload, registry=reg, deltas=mode, lane=lane)
+    choice = ProtocolChoice(protocol=RIPPLE, ports=settings.ports, options=options)
+    return Demux(source, choice, want=want)
 
 
-class DemuxRows:
-    """Demux outputs to rows: one RowBuilder per stream direction."""
+class RowSink(BaseSink):
+    """A pipeline sink: each message and problem as a row, one RowBuilder per
+    stream direction; `take` hands over the rows made so far."""
 
-    def __init__(self, source: str) -> None:
+    takes_runs = False
+
+    def __init__(
+        self, source: str, place: Callable[[StreamId, int | None], Where] | None = None, streams_only: bool = False
+    ) -> None:
         self.source = source
+        self.place = place  # where a row of a rotated connection is attributed
+        self.streams_only = streams_only  # items of no stream (notes about a file) make no row
         self.builders: dict[StreamId | None, RowBuilder] = {}
+        self.rows: list[Row] = []
 
-    def builder(self, stream: StreamId | None) -> RowBuilder:
+    def builder(self, origin: Origin) -> RowBuilder:
+        stream = origin.stream
         b = self.builders.get(stream)
         if b is None:
             b = self.builders[stream] = RowBuilder(Where(self.source, stream))
+        if self.place is not None and stream is not None:
+            b.place(self.place(stream, origin.time_ns))
         return b
 
-    def rows(self, outputs: list[Output]) -> Iterator[Row]:
-        for origin, item in outputs:
-            b = self.builder(origin.stream)
-            if isinstance(item, Message):
-                yield b.message(item, origin.time_ns)
-            elif isinstance(item, Problem):
-                yield b.problem(item, origin.time_ns)
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        assert isinstance(msg, Message)  # the Demux decodes Ripple only (ripple_demux)
+        if origin.stream is not None or not self.streams_only:
+            self.rows.append(self.builder(origin).message(msg, origin.time_ns))
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        if origin.stream is not None or not self.streams_only:
+            self.rows.append(self.builder(origin).problem(problem, origin.time_ns))
+
+    def take(self) -> list[Row]:
+        rows, self.rows = self.rows, []
+        return rows
+
+
+def demux_rows(events: Iterable[CaptureEvent], demux: Demux, sink: RowSink) -> Iterator[Row]:
+    for _ in steps(events, demux, sink):
+        yield from sink.take()
+    yield from sink.take()
 
 
 # ------------------------------------------------------------------ raw
@@ -230,13 +258,11 @@ def capture_rows(task: CaptureFile, settings: Settings) -> Iterator[Row]:
         return stream is None or conn_key(stream) not in rotated
 
     demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want)
-    out = DemuxRows(task.path)
-    for ev in input_events(task.path, io.BytesIO(), settings.ports, settings.max_flows):
-        yield from out.rows(demux.feed(ev))
-    yield from out.rows(demux.finish())
+    events = input_events(task.path, io.BytesIO(), settings.ports, settings.max_flows)
+    return demux_rows(events, demux, RowSink(task.path))
 
 
-Frame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
+RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
 
 
 def read_frames(path: str) -> Iterator[tuple[int, int, bytes]]:
@@ -250,7 +276,7 @@ def read_frames(path: str) -> Iterator[tuple[int, int, bytes]]:
                 yield item
 
 
-def rotated_frames(task: RotatedPart) -> Iterator[tuple[ConnKey, Frame]]:
+def rotated_frames(task: RotatedPart) -> Iterator[tuple[ConnKey, RankedFrame]]:
     """This file's packets of the rotated connections, keyed for the shuffle."""
     keys = task.keys
     for i, (time_ns, lt, frame) in enumerate(read_frames(task.path)):
@@ -261,7 +287,7 @@ def rotated_frames(task: RotatedPart) -> Iterator[tuple[ConnKey, Frame]]:
                 yield key, (task.rank, i, time_ns, lt, frame)
 
 
-def rotated_rows(group: Rotated, frames: Iterable[Frame], settings: Settings) -> Iterator[Row]:
+def rotated_rows(group: Rotated, frames: Iterable[RankedFrame], settings: Settings) -> Iterator[Row]:
     """One connection's packets from all its files, reassembled in capture
     order (file, then packet) as if they were one capture, and decoded."""
     ordered = sorted(frames, key=lambda fr: (fr[0], fr[1]))
@@ -270,25 +296,8 @@ def rotated_rows(group: Rotated, frames: Iterable[Frame], settings: Settings) ->
         ((t, lt, fr) for _r, _i, t, lt, fr in ordered), name, settings.capture_options()
     )
     demux = ripple_demux(name, settings, DeltaMode.DECODE)
-    builders: dict[StreamId, RowBuilder] = {}
-    for origin, item in _all_outputs(demux, events):
-        st = origin.stream
-        if st is None:
-            continue  # notes about a file are its CaptureFile task's
-        b = builders.get(st)
-        if b is None:
-            b = builders[st] = RowBuilder(Where(name, st))
-        b.place(group.where(st, origin.time_ns))
-        if isinstance(item, Message):
-            yield b.message(item, origin.time_ns)
-        elif isinstance(item, Problem):
-            yield b.problem(item, origin.time_ns)
-
-
-def _all_outputs(demux: Demux, events: Iterable[CaptureEvent]) -> Iterator[Output]:
-    for ev in events:
-        yield from demux.feed(ev)
-    yield from demux.finish()
+    # Notes about a file (no stream) are its CaptureFile task's.
+    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True))
 
 
 def task_rows(task: Task, settings: Settings) -> Iterator[Row]:

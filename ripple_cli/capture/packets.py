@@ -19,8 +19,8 @@ from collections.abc import Callable
 # Addresses stay packed (4 bytes IPv4, 16 bytes IPv6): text is only needed
 # once per connection (`address_text`), not per packet.
 Segment = tuple[bytes, bytes, int, int, int, int, int, bytes]
-Decoded = Segment | str | None
-Decoder = Callable[[bytes], Decoded]
+PacketDecode = Segment | str | None
+Decoder = Callable[[bytes], PacketDecode]
 
 FIN = 0x01
 SYN = 0x02
@@ -55,7 +55,7 @@ def address_text(addr: bytes) -> str:
     return socket.inet_ntop(socket.AF_INET if len(addr) == 4 else socket.AF_INET6, addr)
 
 
-def _tcp(frame: bytes, off: int, end: int, src: bytes, dst: bytes) -> Decoded:
+def _tcp(frame: bytes, off: int, end: int, src: bytes, dst: bytes) -> PacketDecode:
     if end - off < 20:
         return None
     sport, dport, seq, ack, doff, flags = _TCP.unpack_from(frame, off)
@@ -65,7 +65,7 @@ def _tcp(frame: bytes, off: int, end: int, src: bytes, dst: bytes) -> Decoded:
     return (src, dst, sport, dport, seq, ack, flags, frame[off + doff : end])
 
 
-def ipv4(frame: bytes, off: int) -> Decoded:
+def ipv4(frame: bytes, off: int) -> PacketDecode:
     n = len(frame)
     if n - off < 20:
         return None
@@ -91,7 +91,7 @@ def ipv4(frame: bytes, off: int) -> Decoded:
     return _tcp(frame, off + ihl, end, src, dst)
 
 
-def ipv6(frame: bytes, off: int) -> Decoded:
+def ipv6(frame: bytes, off: int) -> PacketDecode:
     n = len(frame)
     if n - off < 40 or frame[off] >> 4 != 6:
         return None
@@ -120,7 +120,7 @@ def ipv6(frame: bytes, off: int) -> Decoded:
     return _tcp(frame, p, end, src, dst)
 
 
-def _ip_by_version(frame: bytes, off: int) -> Decoded:
+def _ip_by_version(frame: bytes, off: int) -> PacketDecode:
     if len(frame) <= off:
         return None
     version = frame[off] >> 4
@@ -131,7 +131,7 @@ def _ip_by_version(frame: bytes, off: int) -> Decoded:
     return None
 
 
-def _by_ethertype(frame: bytes, off: int, etype: int) -> Decoded:
+def _by_ethertype(frame: bytes, off: int, etype: int) -> PacketDecode:
     while etype in _VLAN_TAGS:
         if len(frame) < off + 4:
             return None
@@ -144,7 +144,7 @@ def _by_ethertype(frame: bytes, off: int, etype: int) -> Decoded:
     return None
 
 
-def ethernet(frame: bytes) -> Decoded:
+def ethernet(frame: bytes) -> PacketDecode:
     if len(frame) < 14:
         return None
     if frame[12] == 0x08 and frame[13] == 0x00:  # IPv4 untagged: the usual case, one call less
@@ -152,25 +152,25 @@ def ethernet(frame: bytes) -> Decoded:
     return _by_ethertype(frame, 14, (frame[12] << 8) | frame[13])
 
 
-def linux_sll(frame: bytes) -> Decoded:
+def linux_sll(frame: bytes) -> PacketDecode:
     # 16 bytes: packet type, ARPHRD type, address length, 8 address bytes, protocol.
     if len(frame) < 16:
         return None
     return _by_ethertype(frame, 16, (frame[14] << 8) | frame[15])
 
 
-def linux_sll2(frame: bytes) -> Decoded:
+def linux_sll2(frame: bytes) -> PacketDecode:
     # 20 bytes: protocol, reserved, interface index, ARPHRD type, packet type, address length, 8 address bytes.
     if len(frame) < 20:
         return None
     return _by_ethertype(frame, 20, (frame[0] << 8) | frame[1])
 
 
-def raw_ip(frame: bytes) -> Decoded:
+def raw_ip(frame: bytes) -> PacketDecode:
     return _ip_by_version(frame, 0)
 
 
-def bsd_null(frame: bytes) -> Decoded:
+def bsd_null(frame: bytes) -> PacketDecode:
     # The address family is in the byte order of the machine that captured
     # (LINKTYPE_NULL) or network order (LINKTYPE_LOOP); either is accepted,
     # since no family value reads as another one byte-swapped.
@@ -209,7 +209,7 @@ LINKTYPE_NAMES = {
 }
 
 
-def decode_frame(linktype: int, frame: bytes) -> Decoded:
+def decode_frame(linktype: int, frame: bytes) -> PacketDecode:
     """The TCP segment in `frame`; None if it holds none; a string when a TCP
     packet had to be skipped (see the module's docstring).  An unsupported
     link type gives None: see `DECODERS` for the supported ones."""

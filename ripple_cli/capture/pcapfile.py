@@ -30,7 +30,7 @@ from typing import BinaryIO
 from ripple_cli.capture.events import CaptureNote
 from ripple_cli.capture.formats import PCAP_MAGICS, PCAPNG_MAGIC
 
-Frame = tuple[int, int, bytes]  # (time_ns, link type, frame bytes)
+LinkFrame = tuple[int, int, bytes]  # (time_ns, link type, frame bytes)
 
 CHUNK_SIZE = 1 << 16
 # A record longer than this is not a packet but a damaged length field
@@ -95,7 +95,7 @@ def _truncated(time_ns: int, offset: int, what: str, need: int, have: int) -> Ca
     return CaptureNote(None, time_ns, "capture_truncated", detail)
 
 
-def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[Frame | CaptureNote]:
+def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNote]:
     """The frames of a pcap file (either byte order, microsecond or
     nanosecond timestamps).  `head`: bytes already read from `f` (the magic)."""
     inp = _Input(f, head)
@@ -182,7 +182,7 @@ def _interface(block: bytes, little: bool) -> _Interface:
     return _Interface(int(idb.linktype), int(idb.snaplen), to_ns, offset_ns)
 
 
-def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[Frame | CaptureNote]:
+def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNote]:
     """The frames of a pcapng file: every section (each with its own byte
     order) and every interface (each with its own link type and timestamp
     resolution); Enhanced, Simple and obsolete Packet Blocks.  A Simple

@@ -10,7 +10,7 @@ from typing import BinaryIO
 from ripple_cli.capture.events import CaptureEvent, CaptureNote
 from ripple_cli.capture.formats import MAGIC_SIZE, sniff_format
 from ripple_cli.capture.packets import DECODERS, LINKTYPE_NAMES, Decoder
-from ripple_cli.capture.pcapfile import Frame, read_pcap, read_pcapng
+from ripple_cli.capture.pcapfile import LinkFrame, read_pcap, read_pcapng
 from ripple_cli.capture.reassembly import Reassembler
 
 
@@ -47,7 +47,7 @@ def capture_events(f: BinaryIO, name: str, options: CaptureOptions) -> Iterator[
 
 
 def frame_events(
-    frames: Iterable[Frame | CaptureNote], name: str, options: CaptureOptions, one_linktype: bool = False
+    frames: Iterable[LinkFrame | CaptureNote], name: str, options: CaptureOptions, one_linktype: bool = False
 ) -> Iterator[CaptureEvent]:
     """The events of already read frames (time_ns, link type, frame bytes),
     notes passed through: for a source that has its frames some other way.

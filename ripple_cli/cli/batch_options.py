@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ripple_cli.cli.options import ByteSize, max_flows_option, max_payload_option, ports_option, schemas_option
+from ripple_cli.cli.options import (
+    ByteSize,
+    group,
+    max_flows_option,
+    max_payload_option,
+    ports_option,
+    schemas_option,
+)
+
+if TYPE_CHECKING:
+    from ripple_cli.batch.run import BatchArgs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_MASTER = "local[*]"
 
 
+def _batch_args(**options: Any) -> BatchArgs:
+    from ripple_cli.batch.run import BatchArgs
+
+    return BatchArgs(**options)
+
+
+_FIELDS = ("inputs", "schemas", "master", "conf", "split_size", "ports", "max_flows", "max_payload", "quiet")
+
+
 def batch_options(f: F) -> F:
+    """The inputs, Spark and splitting options, handed to the command as
+    one `BatchArgs` named `batch`."""
+    f = group("batch", _batch_args, *_FIELDS)(f)
     for decorator in reversed(
         (
             click.argument("inputs", nargs=-1, required=True, type=click.Path()),

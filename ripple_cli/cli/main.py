@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from ripple_cli import __version__
-from ripple_cli.cli.environment import Environment
 from ripple_cli.cli.guard import PipeClosed, run_guarded
+from ripple_cli.terminal.environment import Environment
 
 # name -> (module, attribute, one-line help shown by `ripple --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {

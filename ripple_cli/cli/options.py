@@ -3,6 +3,7 @@ same everywhere (as sqlite-utils does)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -14,7 +15,10 @@ from ripple_cli.codec.messages import TAG_BY_NAME
 from ripple_cli.protocols.base import DEFAULT_MAX_INFLATE, DissectOptions
 
 if TYPE_CHECKING:
+    from ripple_cli.flow.inputs import Inputs
     from ripple_cli.flow.protocol_choice import ProtocolChoice
+    from ripple_cli.flow.select import Show
+    from ripple_cli.render.base import View
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -212,10 +216,13 @@ def protocol_options(f: F) -> F:
 
 
 def protocol_choice(
-    protocol: str, decode_as: tuple[str, ...], ports: tuple[int, ...], max_payload: int, max_inflate: int
+    protocol: str,
+    decode_as: tuple[str, ...],
+    ports: tuple[int, ...] | frozenset[int],
+    options: DissectOptions,
 ) -> ProtocolChoice:
-    """The options of `protocol_options` (and --port, --max-payload) as one
-    value for `Demux`; a bad value is a usage error naming the option."""
+    """The options of `protocol_options` (and --port) as one value for
+    `Demux`; a bad value is a usage error naming the option."""
     from ripple_cli.flow.protocol_choice import ProtocolChoice, parse_decode_as
     from ripple_cli.protocols import registry
 
@@ -228,5 +235,88 @@ def protocol_choice(
         by_port = parse_decode_as(decode_as)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--decode-as") from None
-    options = DissectOptions(max_payload=max_payload, max_inflate=max_inflate)
     return ProtocolChoice(name, by_port, frozenset(ports), options)
+
+
+# ------------------------------------------------------------ option groups
+#
+# A command takes each group of options as one value: `group` pops the
+# group's parameters from what Click passes and hands the command the value
+# `build` makes of them (built when the command runs, so that a bad value
+# is a usage error of that run).
+
+
+def group(name: str, build: Callable[..., Any], *params: str) -> Callable[[F], F]:
+    def apply(f: F) -> F:
+        @functools.wraps(f)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            kwargs[name] = build(**{p: kwargs.pop(p) for p in params if p in kwargs})
+            return f(*args, **kwargs)
+
+        return command  # type: ignore[return-value]
+
+    return apply
+
+
+def _inputs(
+    schemas: tuple[str, ...] = (),
+    ports: tuple[int, ...] = (),
+    stream_id: str | None = None,
+    max_flows: int = 10000,
+    protocol: str = "auto",
+    decode_as: tuple[str, ...] = (),
+    max_payload: int = DEFAULT_MAX_PAYLOAD,
+    max_inflate: int = DEFAULT_MAX_INFLATE,
+) -> Inputs:
+    from ripple_cli.flow.inputs import Inputs
+
+    # A bad --protocol or --decode-as is a usage error before any input is read.
+    choice = protocol_choice(protocol, decode_as, ports, DissectOptions())
+    return Inputs(
+        schemas,
+        frozenset(ports),
+        parse_stream_id(stream_id),
+        max_flows,
+        choice.protocol,
+        dict(choice.decode_as),
+        max_payload,
+        max_inflate,
+    )
+
+
+inputs_group = group(
+    "inputs",
+    _inputs,
+    "schemas",
+    "ports",
+    "stream_id",
+    "max_flows",
+    "protocol",
+    "decode_as",
+    "max_payload",
+    "max_inflate",
+)
+
+
+def _show(
+    count: int | None = None,
+    types: tuple[str, ...] = (),
+    outputs: tuple[str, ...] = (),
+    keys: tuple[str, ...] = (),
+    display_filter: str | None = None,
+) -> Show:
+    from ripple_cli.flow.select import Show, message_predicate
+
+    return Show(count, message_predicate(types, outputs, keys, display_filter))
+
+
+show_group = group("show", _show, "count", "types", "outputs", "keys", "display_filter")
+
+
+def _view(show_offsets: bool = False, show_connection: bool = False) -> View:
+    from ripple_cli.render.base import View
+
+    return View(offsets=show_offsets, connection=show_connection)
+
+
+view_group = group("view", _view, "show_offsets", "show_connection")

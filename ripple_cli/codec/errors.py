@@ -22,5 +22,6 @@ class DecodeError(Exception):
         return self.message
 
 
-class EncodeError(Exception):
-    """A value that cannot be written (out of range, wrong shape)."""
+class EncodeError(ValueError):
+    """A value or text that cannot be written (out of range, wrong shape,
+    not a message of the protocol)."""

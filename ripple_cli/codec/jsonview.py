@@ -14,6 +14,7 @@ import base64
 import datetime
 from typing import Any
 
+from ripple_cli.codec.envelope import Frame
 from ripple_cli.codec.messages import (
     TYPE_NAMES,
     Body,
@@ -27,7 +28,6 @@ from ripple_cli.codec.messages import (
 )
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.schema import FieldType, Schema, sexp_of_field_type, text
-from ripple_cli.codec.stream import Message
 from ripple_cli.codec.values import bytes_to_json, float_to_json
 from ripple_cli.sexp.write import to_string
 
@@ -111,9 +111,8 @@ def type_name(tag: int) -> str:
     return TYPE_NAMES.get(tag, f"Unknown({tag})")
 
 
-def message_to_json(msg: Message, context: dict[str, Any]) -> dict[str, Any]:
-    """The message's JSON object; `context` (where it came from) follows "v"."""
-    f = msg.frame
+def envelope_to_json(f: Frame, body: Body, context: dict[str, Any]) -> dict[str, Any]:
+    """An envelope's JSON object; `context` (where it came from) follows "v"."""
     return {
         "v": JSON_SHAPE_VERSION,
         **context,
@@ -125,7 +124,7 @@ def message_to_json(msg: Message, context: dict[str, Any]) -> dict[str, Any]:
         "schema": text(f.fingerprint),
         "flags": f.flags,
         "type": type_name(f.tag),
-        "msg": body_to_json(msg.body),
+        "msg": body_to_json(body),
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Union
 
 from ripple_cli.codec import binprot as bp
@@ -105,6 +106,15 @@ class UnknownPayload:
 
     tag: int
     payload: bytes
+
+
+class DeltaMode(Enum):
+    """How much of a Delta is read: a command that only counts need not
+    decode keys and rows."""
+
+    DECODE = "decode"  # key and delta decoded into values (DeltaView)
+    VALIDATE = "validate"  # checked against the schema, kept raw (DeltaMsg)
+    RAW = "raw"  # no schema applied at all
 
 
 Body = Union[

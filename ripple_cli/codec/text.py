@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ripple_cli.codec.envelope import build_envelope
+from ripple_cli.codec.envelope import Frame, build_envelope
 from ripple_cli.codec.messages import (
     TAG_BY_NAME,
     TYPE_NAMES,
@@ -41,7 +41,6 @@ from ripple_cli.codec.schema import (
     text,
     variant,
 )
-from ripple_cli.codec.stream import Message
 from ripple_cli.sexp.tree import Sexp, float_atom, parse_float
 from ripple_cli.sexp.write import to_string
 
@@ -125,18 +124,18 @@ def body_to_sexp(body: Body) -> Sexp:
     return [b"Unknown", [[b"tag", _int(body.tag)], [b"payload", body.payload]]]
 
 
-def message_to_sexp(msg: Message) -> Sexp:
-    f = msg.frame
+def envelope_to_sexp(f: Frame, body: Body) -> Sexp:
+    """An envelope and its decoded payload as `envelope_view`."""
     fields: list[Sexp] = [[b"seq", _int(f.seq)], [b"time_ns", _int(f.time_ns)], [b"schema", f.fingerprint]]
     if f.flags:
         fields.append([b"flags", _int(f.flags)])
-    fields.append([b"msg", body_to_sexp(msg.body)])
+    fields.append([b"msg", body_to_sexp(body)])
     return fields
 
 
-def message_to_line(msg: Message) -> bytes:
+def envelope_to_line(f: Frame, body: Body) -> bytes:
     """The canonical one-line form, without the newline."""
-    return to_string(message_to_sexp(msg))
+    return to_string(envelope_to_sexp(f, body))
 
 
 # ------------------------------------------------------------- reading text

@@ -1,26 +1,23 @@
-"""`Demux`: capture events in, (origin, message or problem) out.
+"""`Demux`: capture events in, (origin, item) out.
 
 Each connection is given a protocol (`ProtocolChoice`: from the options, or
 from its first bytes, asking every candidate dissector).  Each stream
-direction then gets its own decoder: for Ripple a `StreamDecoder` (so a
-Handshake applies to its own connection) and, when asked, its own
-`SequenceChecker`; for the sibling protocols their `StreamDissector`, and,
-when rules are checked, one `ConnectionAnalyzer` per connection.  A raw
-stream file is one stream whose id is None.
+direction then gets its own `StreamDissector` (so a Ripple Handshake
+applies to its own connection) and, when rules are checked
+(`DissectOptions.rules`), each connection its protocol's
+`ConnectionAnalyzer`.  A raw stream file is one stream whose id is None.
 
-With `lane=`, each stream also gets a fast lane (codec/fast) when the C
-extension is there, and `feed_batches`/`finish_batches` give `Batch`es
-among the messages and problems: runs of envelopes the lane handled,
-counted here like the messages they stand for.  `feed`/`finish` never do.
+Items are messages, problems and, when the options ask for a fast lane,
+`Run`s of messages a lane decoded at once, counted here like the messages
+they stand for.  The pipeline (pipeline.py) hands them to a sink.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from ripple_cli.analysis.sequence import SequenceChecker
 from ripple_cli.capture.events import (
     CaptureEvent,
     CaptureNote,
@@ -30,20 +27,14 @@ from ripple_cli.capture.events import (
     StreamId,
     StreamStart,
 )
-from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
-from ripple_cli.codec.fast import speedups
-from ripple_cli.codec.fast.lane import Batch, Lane, LaneKind
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.codec.registry import SchemaRegistry
-from ripple_cli.codec.stream import DeltaMode, Event, Message, StreamDecoder
-from ripple_cli.flow.items import Item
-from ripple_cli.flow.origin import Origin
 from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
 from ripple_cli.protocols import registry as protocols
-from ripple_cli.protocols.base import ConnectionAnalyzer, Detection, ProtoMessage, StreamDissector
+from ripple_cli.protocols.base import ConnectionAnalyzer, Detection, StreamDissector
+from ripple_cli.protocols.item import Item, Run
+from ripple_cli.protocols.origin import Origin
 
 Output = tuple[Origin, Item]
-BatchOutput = tuple[Origin, Item | Batch]
 DETECT_LIMIT = 1 << 20  # bytes a direction may show before every detector's "no" is final
 UNDECIDED_LIMIT = 16 << 20  # bytes held per direction while some detector still asks for more
 
@@ -52,39 +43,27 @@ UNDECIDED_LIMIT = 16 << 20  # bytes held per direction while some detector still
 class StreamState:
     stream: StreamId | None
     protocol: str
-    decoder: StreamDecoder | None  # Ripple
-    checker: SequenceChecker | None  # Ripple's stream rules
-    dissector: StreamDissector | None = None  # the sibling protocols
-    lane: Lane | None = None
+    dissector: StreamDissector
     messages: int = 0
     bytes: int = 0
     problems: int = 0
     first_ns: int | None = None
     last_ns: int | None = None
     ended: str | None = None  # why the stream ended, once it has
-    by_type: dict[int | str, int] = field(default_factory=dict)  # Ripple tag, or type name
+    by_type: dict[str, int] = field(default_factory=dict)  # messages of each type name
 
 
 class Demux:
     def __init__(
         self,
         source: str,
-        registry: SchemaRegistry | None = None,
-        delta_mode: DeltaMode = DeltaMode.DECODE,
-        max_payload: int = DEFAULT_MAX_PAYLOAD,
-        check_rules: bool = False,
-        want: Callable[[StreamId | None], bool] | None = None,
         choice: ProtocolChoice | None = None,
-        lane: LaneKind | None = None,
+        want: Callable[[StreamId | None], bool] | None = None,
     ) -> None:
         self.source = source
-        self.registry = registry
-        self.delta_mode = delta_mode
-        self.max_payload = max_payload
-        self.check_rules = check_rules
         self.want = want or (lambda _s: True)
-        self.lane = lane
         self.choice = choice or ProtocolChoice(protocol=RIPPLE)
+        self.options = self.choice.options
         self.streams: dict[StreamId | None, StreamState] = {}
         # Detection: a connection (or raw file) whose protocol the options do
         # not fix is decoded once a candidate dissector recognises the first
@@ -108,32 +87,18 @@ class Demux:
         st = self.streams.get(stream)
         if st is None:
             protocol = self.protocol_of(stream) or RIPPLE
-            if protocol == RIPPLE:
-                decoder = StreamDecoder(self.registry, self.delta_mode, self.max_payload)
-                if not self._syn.get(stream, True):
-                    decoder.frames.join_midstream()
-                checker = SequenceChecker(decoder.messages.registry) if self.check_rules else None
-                st = StreamState(stream, protocol, decoder, checker)
-                if self.lane is not None and (accel := speedups()) is not None:
-                    st.lane = Lane(accel, decoder, checker, self.lane)
-            else:
-                dissector = protocols.get(protocol)
-                from_client = None if stream is None else stream.from_client
-                st = StreamState(stream, protocol, None, None, dissector.stream(self.choice.options, from_client))
-                conn = None if stream is None else stream.connection
-                if self.check_rules and conn not in self._analyzers:
-                    self._analyzers[conn] = dissector.analyzer(self.choice.options)
+            dissector = protocols.get(protocol)
+            from_client = None if stream is None else stream.from_client
+            st = StreamState(stream, protocol, dissector.stream(self.options, from_client))
+            if not self._syn.get(stream, True):
+                st.dissector.midstream()
+            conn = None if stream is None else stream.connection
+            if self.options.rules and conn not in self._analyzers:
+                self._analyzers[conn] = dissector.analyzer(self.options)
             self.streams[stream] = st
         return st
 
     def feed(self, event: CaptureEvent | StreamData) -> list[Output]:
-        return cast(list[Output], self._feed(event, batches=False))
-
-    def feed_batches(self, event: CaptureEvent | StreamData) -> list[BatchOutput]:
-        """As `feed`, but streams with a fast lane give Batches too."""
-        return self._feed(event, batches=True)
-
-    def _feed(self, event: CaptureEvent | StreamData, batches: bool) -> list[BatchOutput]:
         if isinstance(event, CaptureNote):
             if event.stream is not None and not self.want(event.stream):
                 return []
@@ -148,60 +113,34 @@ class Demux:
         if conn not in self._verdict:
             fixed = self.choice.fixed(stream)
             if fixed is None:
-                return self._hold(stream, event, batches)
+                return self._hold(stream, event)
             self._verdict[conn] = fixed
         if self._verdict[conn] is None:
             return []
-        return self._process(event, batches)
+        return self._process(event)
 
-    def _process(self, event: CaptureEvent, batches: bool) -> list[BatchOutput]:
+    def _process(self, event: CaptureEvent) -> list[Output]:
         stream = event.stream
         if isinstance(event, StreamStart):
             self._syn[stream] = event.syn_seen
             self._state(stream)
             return []
         st = self._state(stream)
-        if st.dissector is not None:
-            return self._process_dissector(st, event)
-        lane = st.lane if batches else None
-        assert st.decoder is not None
-        # Step by step when the stream rules are checked (each message is
-        # observed before the next is decoded, so a Delta is judged with the
-        # schemas known at its place in the stream) or with a fast lane.
-        steps = lane is not None or st.checker is not None
-        dec = st.decoder
-        if isinstance(event, StreamData):
-            if steps:
-                return self._emit_steps(st, dec.feed_steps(event.data, lane), event.time_ns)
-            return self._emit(st, dec.feed(event.data), event.time_ns)
-        if isinstance(event, StreamGap):
-            if steps:
-                return self._emit_steps(st, dec.gap_steps(event.size, lane), event.time_ns)
-            return self._emit(st, dec.gap(event.size), event.time_ns)
-        if isinstance(event, StreamEnd):
-            if st.ended is not None:
-                return []
-            st.ended = event.reason
-            if steps:
-                return self._emit_steps(st, dec.finish_steps(lane), event.time_ns)
-            return self._emit(st, dec.finish(), event.time_ns)
-        raise TypeError(f"not a capture event: {event!r}")
-
-    def _process_dissector(self, st: StreamState, event: CaptureEvent) -> list[BatchOutput]:
         dis = st.dissector
-        assert dis is not None
         if isinstance(event, StreamData):
-            return self._emit_items(st, dis.feed(event.data), event.time_ns)
+            return self._emit(st, dis.feed(event.data), event.time_ns)
         if isinstance(event, StreamGap):
-            return self._emit_items(st, dis.gap(event.size), event.time_ns)
+            return self._emit(st, dis.gap(event.size), event.time_ns)
         if isinstance(event, StreamEnd):
             if st.ended is not None:
                 return []
             st.ended = event.reason
-            out = self._emit_items(st, dis.finish(), event.time_ns)
+            out = self._emit(st, dis.finish(), event.time_ns)
             # The connection's rules are closed once both directions have
             # ended (a half-closed client may still be answered), or at finish.
             conn = None if st.stream is None else st.stream.connection
+            if conn not in self._analyzers:
+                return out
             ended_sides = {
                 s.stream.from_client
                 for s in self.streams.values()
@@ -212,7 +151,7 @@ class Demux:
             return out
         raise TypeError(f"not a capture event: {event!r}")
 
-    def _close_analyzer(self, st: StreamState, conn: int | None, time_ns: int | None) -> list[BatchOutput]:
+    def _close_analyzer(self, st: StreamState, conn: int | None, time_ns: int | None) -> list[Output]:
         analyzer = self._analyzers.pop(conn, None)
         if analyzer is None:
             return []
@@ -221,7 +160,7 @@ class Demux:
             for s in self.streams.values()
             if s.stream is not None and s.stream.connection == conn
         }
-        out: list[BatchOutput] = []
+        out: list[Output] = []
         for p in analyzer.close():
             side = p.extra.get("from_client")
             target = sides.get(side, st) if isinstance(side, bool) else st
@@ -233,32 +172,42 @@ class Demux:
             self.analyses.append((where, st.protocol, summary))
         return out
 
-    def _emit_items(
-        self, st: StreamState, items: list[ProtoMessage | Problem], time_ns: int | None
-    ) -> list[BatchOutput]:
+    def _emit(self, st: StreamState, items: list[Item], time_ns: int | None) -> list[Output]:
         if not items:
             return []
         origin = Origin(self.source, st.stream, time_ns)
-        self._seen(st, time_ns)
+        if time_ns is not None:
+            st.last_ns = time_ns
+            if st.first_ns is None:
+                st.first_ns = time_ns
         analyzer = self._analyzers.get(None if st.stream is None else st.stream.connection)
         from_client = None if st.stream is None else st.stream.from_client
-        out: list[BatchOutput] = []
+        by_type = st.by_type
+        out: list[Output] = []
         for item in items:
             out.append((origin, item))
             if isinstance(item, Problem):
                 st.problems += 1
                 continue
+            if isinstance(item, Run):
+                st.messages += item.messages
+                st.bytes += item.size
+                for name, n in item.counts():
+                    by_type[name] = by_type.get(name, 0) + n
+                st.problems += item.problem_count
+                continue
             st.messages += 1
             st.bytes += item.size
-            st.by_type[item.type] = st.by_type.get(item.type, 0) + 1
+            name = item.type
+            by_type[name] = by_type.get(name, 0) + 1
             if analyzer is not None:
                 analyzer.time_ns = time_ns
-                for p in analyzer.observe(from_client, item):
+                for p in analyzer.observe(from_client, item):  # type: ignore[arg-type]  # its protocol's messages
                     st.problems += 1
                     out.append((origin, p))
         return out
 
-    def _hold(self, stream: StreamId | None, event: CaptureEvent, batches: bool) -> list[BatchOutput]:
+    def _hold(self, stream: StreamId | None, event: CaptureEvent) -> list[Output]:
         conn = None if stream is None else stream.connection
         self._pending.setdefault(stream, []).append(event)
         self._held_events.setdefault(conn, []).append(event)
@@ -279,11 +228,11 @@ class Demux:
         # the server's only once the client's are no protocol's, or when the
         # client has sent nothing by the end or within the bounds.
         if isinstance(client, str):
-            return self._decide(stream, client, batches=batches)
+            return self._decide(stream, client)
         if isinstance(server, str) and (
             client is Detection.NO or ended or longest > DETECT_LIMIT or (client is None and longest > 64 << 10)
         ):
-            return self._decide(stream, server, batches=batches)
+            return self._decide(stream, server)
         # Every direction seen must have said no (or the input is over, or it
         # is too long to hold) before a connection is given up on; a raw
         # file is never given up on (see ProtocolChoice.fallback).
@@ -292,7 +241,7 @@ class Demux:
         refused = not undecided and (both or longest > DETECT_LIMIT) and not isinstance(server, str)
         if ended or refused or longest > UNDECIDED_LIMIT:
             why = "no protocol recognised" + (f" in {longest} bytes" if longest else "")
-            return self._decide(stream, self.choice.fallback(stream), why, batches)
+            return self._decide(stream, self.choice.fallback(stream), why)
         return []
 
     def _detect(self, head: bytes) -> str | Detection:
@@ -306,9 +255,7 @@ class Demux:
             more = more or verdict is Detection.MORE
         return Detection.MORE if more else Detection.NO
 
-    def _decide(
-        self, stream: StreamId | None, protocol: str | None, why: str = "", batches: bool = False
-    ) -> list[BatchOutput]:
+    def _decide(self, stream: StreamId | None, protocol: str | None, why: str = "") -> list[Output]:
         conn = None if stream is None else stream.connection
         self._verdict[conn] = protocol
         held = [s for s in self._pending if (None if s is None else s.connection) == conn]
@@ -317,88 +264,27 @@ class Demux:
             self._pending_bytes.pop(s, None)
             if protocol is None and s is not None:
                 self.undecoded[s] = why
-        out: list[BatchOutput] = []
+        out: list[Output] = []
         # In capture order across both directions, as if never held (one
         # direction's end must not come before the other's messages).
         for e in self._held_events.pop(conn, []):
             if protocol is not None:
-                out.extend(self._process(e, batches))
+                out.extend(self._process(e))
         return out
 
     def finish(self, time_ns: int | None = None) -> list[Output]:
         """The input is over: streams still open end here."""
-        return cast(list[Output], self._finish(time_ns, batches=False))
-
-    def finish_batches(self, time_ns: int | None = None) -> list[BatchOutput]:
-        return self._finish(time_ns, batches=True)
-
-    def _finish(self, time_ns: int | None, batches: bool) -> list[BatchOutput]:
-        out: list[BatchOutput] = []
+        out: list[Output] = []
         for stream in sorted(self._pending, key=lambda s: -1 if s is None else s.connection):
             if stream in self._pending:
                 why = "no protocol recognised"
-                out.extend(self._decide(stream, self.choice.fallback(stream), why, batches))
+                out.extend(self._decide(stream, self.choice.fallback(stream), why))
         for st in list(self.streams.values()):
-            if st.ended is None and st.dissector is not None:
-                out.extend(self._process_dissector(st, StreamEnd(st.stream, time_ns, "end of input")))
-            elif st.ended is None:
-                assert st.decoder is not None
-                st.ended = "end of input"
-                lane = st.lane if batches else None
-                if lane is not None or st.checker is not None:
-                    out.extend(self._emit_steps(st, st.decoder.finish_steps(lane), time_ns))
-                else:
-                    out.extend(self._emit(st, st.decoder.finish(), time_ns))
+            if st.ended is None:
+                out.extend(self._process(StreamEnd(st.stream, time_ns, "end of input")))
         for conn in list(self._analyzers):  # connections with one direction only
             for state in self.streams.values():
                 if (None if state.stream is None else state.stream.connection) == conn:
                     out.extend(self._close_analyzer(state, conn, time_ns))
                     break
-        return out
-
-    def _emit_steps(
-        self, st: StreamState, steps: Iterator[Batch | list[Event]], time_ns: int | None
-    ) -> list[BatchOutput]:
-        """Each step is handled (stream rules included) before the next is
-        taken: see StreamDecoder.feed_steps."""
-        out: list[BatchOutput] = []
-        for step in steps:
-            if isinstance(step, Batch):
-                self._seen(st, time_ns)
-                st.messages += step.messages
-                st.bytes += step.size
-                for tag, n in enumerate(step.by_tag):
-                    if n:
-                        st.by_type[tag] = st.by_type.get(tag, 0) + n
-                st.problems += step.problem_count
-                out.append((Origin(self.source, st.stream, time_ns), step))
-            else:
-                out.extend(self._emit(st, step, time_ns))
-        return out
-
-    def _seen(self, st: StreamState, time_ns: int | None) -> None:
-        if time_ns is not None:
-            st.last_ns = time_ns
-            if st.first_ns is None:
-                st.first_ns = time_ns
-
-    def _emit(self, st: StreamState, events: list[Event], time_ns: int | None) -> list[BatchOutput]:
-        if not events:
-            return []
-        origin = Origin(self.source, st.stream, time_ns)
-        out: list[BatchOutput] = []
-        self._seen(st, time_ns)
-        for ev in events:
-            if isinstance(ev, Message):
-                st.messages += 1
-                st.bytes += ev.frame.size
-                st.by_type[ev.frame.tag] = st.by_type.get(ev.frame.tag, 0) + 1
-                out.append((origin, ev))
-                if st.checker is not None:
-                    for p in st.checker.observe(ev):
-                        st.problems += 1
-                        out.append((origin, p))
-            else:
-                st.problems += 1
-                out.append((origin, ev))
         return out

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ripple_cli.analysis.select import Selection
 from ripple_cli.capture.events import StreamId
 from ripple_cli.errors import UsageProblem
-from ripple_cli.flow.items import Decoded
-from ripple_cli.flow.origin import Origin
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
 
 
 def stream_predicate(stream: tuple[int, str | None] | None) -> Callable[[StreamId | None], bool]:
@@ -69,3 +70,11 @@ def message_predicate(
     display_filter: str | None = None,
 ) -> MessageSelector:
     return MessageSelector(types, outputs, keys, display_filter)
+
+
+@dataclass(frozen=True)
+class Show:
+    """Which messages are shown: --count, and --type/--output/--key/-Y."""
+
+    count: int | None
+    select: MessageSelector

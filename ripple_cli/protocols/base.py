@@ -14,20 +14,27 @@ to the classes below:
   batches, responses against requests...).  It sees each message of both
   directions in capture order and returns the problems it finds.
 
-Ripple itself keeps its own (faster) path in `codec/` and `flow/demux.py`;
-its entry here serves detection and `--list-protocols`.
+Ripple is one of them (`protocols/ripple/`): its stream dissector wraps
+the codec's decoder and owns its fast lane.  What a dissector hands on is
+described in `item.py`.
 """
 
 from __future__ import annotations
 
 import base64
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
+from ripple_cli.codec.errors import EncodeError
+from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.registry import SchemaRegistry
+from ripple_cli.protocols.item import Cells, Item, Tracker
+from ripple_cli.protocols.origin import Origin
 from ripple_cli.sexp.tree import Sexp
 from ripple_cli.sexp.write import to_string, to_string_hum
 
@@ -40,12 +47,27 @@ class Detection(Enum):
     MORE = "more"  # too few bytes to tell: ask again with more
 
 
-@dataclass(frozen=True, slots=True)
+class LaneKind(Enum):
+    """What a dissector's fast lane (if it has one) produces for a run of
+    messages: the pipeline asks for one only when its sink takes runs."""
+
+    COUNT = "count"  # count them and check the stream rules (verify, --list-streams)
+    SEXP = "sexp"  # also write their canonical lines (decode --format sexp)
+
+
+@dataclass(frozen=True)
 class DissectOptions:
     """Limits and switches every dissector honours (shared CLI options)."""
 
-    max_payload: int = 16 << 20  # largest frame/payload accepted before it is a problem
+    max_payload: int = DEFAULT_MAX_PAYLOAD  # largest frame/payload accepted before it is a problem
     max_inflate: int = DEFAULT_MAX_INFLATE  # bound on decompressed bytes per frame
+    # Schemas known before the stream's own (--schemas); a stream's decoder
+    # adds its Handshakes' to a child of it.  None: only the stream's own.
+    registry: SchemaRegistry | None = None
+    deltas: DeltaMode = DeltaMode.DECODE  # how much of a Ripple Delta is read
+    rules: bool = False  # check the protocol's stream and connection rules (verify)
+    lane: LaneKind | None = None  # use a fast lane where there is one, producing this
+    renumber: bool = False  # encode: write sequence numbers from 1 where the protocol has them
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +110,18 @@ class ProtoMessage:
         out.update(self.fields)
         return out
 
+    def cells(self) -> Cells:
+        from ripple_cli.protocols import registry
 
-Item = ProtoMessage | Problem
+        return Cells(self.summary, registry.get(self.protocol).type_styles.get(self.type, "yellow"))
+
+    @property
+    def output(self) -> str | None:
+        return None  # --output names Ripple Deltas' outputs
+
+    @property
+    def key(self) -> str | None:
+        return None
 
 
 def json_bytes(b: bytes) -> str | dict[str, str]:
@@ -103,6 +135,12 @@ def json_bytes(b: bytes) -> str | dict[str, str]:
 
 class StreamDissector(ABC):
     """One direction of a connection, or one raw stream file."""
+
+    def midstream(self) -> None:
+        """The capture did not see this connection open: the stream may start
+        inside a message (a dissector that can tell says so as a warning).
+        By default nothing changes."""
+        return None
 
     @abstractmethod
     def feed(self, data: bytes) -> list[Item]:
@@ -143,12 +181,60 @@ class ConnectionAnalyzer(ABC):
         return None
 
 
+Getter = Callable[[Origin, Any], Any]  # (origin, message) -> a field's value, None when absent
+
+
 @dataclass(frozen=True)
 class FilterField:
     """A name `-Y` accepts for this protocol, with its kind and meaning."""
 
-    kind: str  # "num", "str", "bool", "bytes", "list", "any"
+    kind: str  # "num", "str", "bool", "bytes", "list", "any", "key"
     help: str
+    # How to read it from a message; None: the message's JSON view at the
+    # dotted name (ProtoMessage.fields).
+    get: Getter | None = None
+    choices: tuple[str, ...] = ()  # the only values ==, != and in accept
+    choice_what: str = ""
+
+
+_ATTRIBUTES = frozenset(("type", "offset", "size", "protocol"))
+
+
+def json_view_getter(name: str) -> Getter:
+    """A ProtoMessage's field by name: an attribute, or a value of `fields`."""
+    if name in _ATTRIBUTES:
+        return lambda o, m: getattr(m, name)
+    path = tuple(name.split("."))
+
+    def get(o: Origin, m: Any) -> Any:
+        v: Any = m.fields
+        for part in path:
+            if type(v) is not dict:
+                return None
+            v = v.get(part)
+        return v
+
+    return get
+
+
+class Encoder:
+    """Text to bytes for one stream (`ripple encode`): the protocol's
+    `encode`, message by message.  A protocol whose text depends on what
+    came before (Ripple: schemas from Handshakes) keeps that state here."""
+
+    def __init__(self, dissector: Dissector) -> None:
+        self.dissector = dissector
+
+    def encode(self, text: Sexp) -> bytes | None:
+        """A message's bytes; None for a message whose bytes another one
+        carries (`Dissector.contained`).  Raises `EncodeError` whose text
+        names the protocol and what is wrong."""
+        if self.dissector.contained(text):
+            return None
+        try:
+            return self.dissector.encode(text)
+        except EncodeError as e:
+            raise EncodeError(f"{self.dissector.name}: {e}") from None
 
 
 class Dissector(ABC):
@@ -172,6 +258,25 @@ class Dissector(ABC):
         """A decoder for one direction (`from_client` None: a raw file)."""
 
     def analyzer(self, options: DissectOptions) -> ConnectionAnalyzer | None:
+        """The rules across a connection, when `options.rules`; None: none."""
+        return None
+
+    def getter(self, name: str) -> Getter:
+        """How `-Y` reads field `name` from this protocol's messages: its
+        FilterField's `get`, else the message's attribute (type, offset,
+        size, protocol) or its JSON view's value at the dotted name
+        (`params.machine`); the getter gives None where there is none."""
+        f = self.filter_fields.get(name)
+        if f is not None and f.get is not None:
+            return f.get
+        return json_view_getter(name)
+
+    def encoder(self, options: DissectOptions) -> Encoder:
+        return Encoder(self)
+
+    def tracker(self) -> Tracker | None:
+        """A follower of one stream's progress (the tap's live view); None:
+        the protocol numbers nothing the view shows."""
         return None
 
     def contained(self, text: Sexp) -> bool:
@@ -187,12 +292,17 @@ class Dissector(ABC):
         to its bytes.  Raises `EncodeError` naming what is wrong."""
 
 
-class EncodeError(ValueError):
-    """A text form that does not describe a message of the protocol."""
-
-
-@dataclass
-class DetectState:
-    """Bytes seen so far on one direction while its protocol is undecided."""
-
-    head: bytearray = field(default_factory=bytearray)
+__all__ = [
+    "Cells",
+    "ConnectionAnalyzer",
+    "Detection",
+    "DissectOptions",
+    "Dissector",
+    "EncodeError",
+    "Encoder",
+    "FilterField",
+    "Item",
+    "LaneKind",
+    "ProtoMessage",
+    "StreamDissector",
+]

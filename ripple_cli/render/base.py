@@ -1,24 +1,55 @@
-"""The renderer interface."""
+"""What a renderer is, and what every one is told."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from ripple_cli.codec.problems import Problem
-from ripple_cli.flow.items import Decoded
-from ripple_cli.flow.origin import Origin
+from ripple_cli.protocols.item import Decoded, Run
+from ripple_cli.protocols.origin import Origin
+
+
+@dataclass(frozen=True)
+class View:
+    """How messages are shown, whatever the format (--show-offsets,
+    --show-connection)."""
+
+    offsets: bool = False
+    connection: bool = False
 
 
 class Renderer(Protocol):
+    """A pipeline sink (flow/pipeline.py) that writes, and is closed."""
+
+    @property
+    def takes_runs(self) -> bool:
+        """True when it writes a fast lane's runs as they are (their
+        canonical lines): only then is a lane asked to write them."""
+        ...
+
     def message(self, origin: Origin, msg: Decoded) -> None: ...
 
     def problem(self, origin: Origin, problem: Problem) -> None: ...
+
+    def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
+        """A run's messages (only the first `limit` of them, when given)."""
 
     def flush(self) -> None:
         """Called when the input pauses (a chunk is done): a live pipe shows
         what has arrived."""
 
     def close(self) -> None: ...
+
+
+class NoRuns:
+    """For renderers that show each message themselves: the pipeline never
+    asks a lane for runs on their behalf."""
+
+    takes_runs = False
+
+    def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
+        raise TypeError("this renderer shows messages one by one: no fast lane runs")
 
 
 def problem_text(origin: Origin, p: Problem) -> str:

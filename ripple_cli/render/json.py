@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ripple_cli.cli.environment import Environment
-from ripple_cli.codec.jsonview import iso_time, message_to_json, problem_to_json
+from ripple_cli.codec.jsonview import iso_time, problem_to_json
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import Message
-from ripple_cli.flow.items import Decoded
-from ripple_cli.flow.origin import Origin
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.render.base import NoRuns, View
+from ripple_cli.terminal.environment import Environment
 
 
 def dumps(obj: Any) -> bytes:
@@ -39,7 +39,7 @@ def origin_json(origin: Origin) -> dict[str, Any]:
     return ctx
 
 
-class JsonRenderer:
+class JsonRenderer(NoRuns):
     def __init__(self, env: Environment, array: bool) -> None:
         self.env = env
         self.array = array
@@ -55,10 +55,7 @@ class JsonRenderer:
         self.env.stdout.write(data)
 
     def message(self, origin: Origin, msg: Decoded) -> None:
-        if isinstance(msg, Message):
-            self._emit(message_to_json(msg, origin_json(origin)))
-        else:
-            self._emit(msg.to_json(origin_json(origin)))
+        self._emit(msg.to_json(origin_json(origin)))
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         self._emit(problem_to_json(problem, origin_json(origin)))
@@ -70,3 +67,11 @@ class JsonRenderer:
         if self.array:
             self.env.stdout.write(b"[]\n" if self._first else b"\n]\n")
         self.flush()
+
+
+def array_renderer(env: Environment, view: View) -> JsonRenderer:
+    return JsonRenderer(env, array=True)
+
+
+def lines_renderer(env: Environment, view: View) -> JsonRenderer:
+    return JsonRenderer(env, array=False)

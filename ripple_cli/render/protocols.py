@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ripple_cli.cli.environment import Environment
 from ripple_cli.protocols import registry
 from ripple_cli.render.table import make_console
+from ripple_cli.terminal.environment import Environment
 
 
 def print_protocol_list(env: Environment) -> None:

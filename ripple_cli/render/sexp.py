@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from ripple_cli.cli.environment import Environment
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import Message
-from ripple_cli.codec.text import message_to_line, message_to_sexp
-from ripple_cli.flow.items import Decoded
-from ripple_cli.flow.origin import Origin
-from ripple_cli.render.base import problem_text
-from ripple_cli.sexp.write import to_string_hum
+from ripple_cli.protocols.item import Decoded, Run
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.render.base import View, problem_text
+from ripple_cli.terminal.environment import Environment
 
 _FLUSH_AT = 1 << 16
 
@@ -29,10 +26,7 @@ class SexpRenderer:
         self._size = 0
 
     def message(self, origin: Origin, msg: Decoded) -> None:
-        if isinstance(msg, Message):
-            text = to_string_hum(message_to_sexp(msg)) if self.hum else message_to_line(msg)
-        else:
-            text = msg.hum if self.hum else msg.line
+        text = msg.hum if self.hum else msg.line
         if self.show_offsets or (self.show_connection and origin.stream is not None):
             # A trailing comment: the line still reads back with `ripple encode`.
             notes = []
@@ -48,13 +42,16 @@ class SexpRenderer:
             self._write()
 
     @property
-    def plain_lines(self) -> bool:
-        """Each message is its canonical line, with no notes after it."""
+    def takes_runs(self) -> bool:
+        """Each message is its canonical line, with no notes after it: a
+        fast lane's lines go out as they are."""
         return not self.hum and not self.show_offsets and not self.show_connection
 
-    def lines(self, origin: Origin, text: bytes) -> None:
-        """Canonical lines already written (the fast lane's, for `sexp`
-        without notes): they go out as they are."""
+    def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
+        self.lines(run.text if limit is None else run.first_lines(limit))
+
+    def lines(self, text: bytes) -> None:
+        """Canonical lines already written (a fast lane's)."""
         if self._size + len(text) >= _FLUSH_AT:
             self._write()
             self.env.stdout.write(text)
@@ -78,3 +75,11 @@ class SexpRenderer:
 
     def close(self) -> None:
         self.flush()
+
+
+def line_renderer(env: Environment, view: View) -> SexpRenderer:
+    return SexpRenderer(env, hum=False, show_offsets=view.offsets, show_connection=view.connection)
+
+
+def hum_renderer(env: Environment, view: View) -> SexpRenderer:
+    return SexpRenderer(env, hum=True, show_offsets=view.offsets, show_connection=view.connection)

@@ -4,9 +4,48 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ripple_cli.cli.environment import Environment
+from ripple_cli.analysis.report import Report
+from ripple_cli.codec.messages import DeltaMode
+from ripple_cli.codec.problems import Problem
 from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.inputs import Inputs
+from ripple_cli.flow.pipeline import BaseSink, pump
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.item import Run
+from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.table import make_console, time_of_day
+from ripple_cli.sources.files import display_name
+from ripple_cli.terminal.environment import Environment
+
+
+class _ProblemCount(BaseSink):
+    """A sink that only counts problems (the Demux counts the rest)."""
+
+    takes_runs = True
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+
+    def run(self, origin: Origin, run: Run) -> None:
+        pass
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        if self.report.is_problem(problem):
+            self.report.dropped["problems"] += 1
+
+
+def list_streams(env: Environment, paths: tuple[str, ...], inputs: Inputs) -> int:
+    """`decode --list-streams`: each input's connections, counted (the
+    fast lane counts the boring envelopes)."""
+    report = Report()
+    sink = _ProblemCount(report)
+    demuxes = []
+    for path in paths:
+        demux = inputs.demux(display_name(path), deltas=DeltaMode.RAW, lane=LaneKind.COUNT)
+        pump(inputs.events(path, env), demux, sink)
+        demuxes.append(demux)
+    print_stream_list(env, demuxes)
+    return report.exit_code
 
 
 def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:

@@ -14,35 +14,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ripple_cli.cli.environment import Environment
-from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.codec.schema import text
-from ripple_cli.codec.stream import Message
-from ripple_cli.flow.items import Decoded
-from ripple_cli.flow.origin import Origin
-from ripple_cli.protocols.base import ProtoMessage
-from ripple_cli.render.summary import key_text, output_text, summary
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.render.base import NoRuns, View
+from ripple_cli.terminal.environment import Environment
 
 _BATCH = 200
-_TYPE_STYLE = {
-    "Delta": "cyan",
-    "Handshake": "bold green",
-    "Heartbeat": "dim",
-    "Schema_negotiation": "green",
-    "Checkpoint_request": "magenta",
-    "Checkpoint_ack": "magenta",
-}
-
-
-def proto_style(msg: ProtoMessage) -> str:
-    from ripple_cli.protocols import registry
-
-    return registry.get(msg.protocol).type_styles.get(msg.type, "yellow")
-
-
-def _empty(n: int) -> tuple[Text, ...]:
-    return tuple(Text("") for _ in range(n))
 
 
 def time_of_day(ns: int) -> str:
@@ -66,15 +44,16 @@ def make_console(env: Environment) -> tuple[Console, io.TextIOWrapper]:
     return console, stream
 
 
-class TableRenderer:
-    """Two layouts, chosen at the first rows and kept (one header): Ripple's
-    (seq, envelope time, schema, output, key) when the first rows hold a
-    Ripple message or only problems, else the sibling protocols' (capture
-    time, protocol, a wide type), where Ripple messages fit too."""
+class TableRenderer(NoRuns):
+    """Two layouts, chosen at the first rows and kept (one header): the
+    envelope layout (seq, envelope time, schema, output, key) when the first
+    rows hold a message with an envelope seq (Ripple's) or only problems,
+    else the protocols' layout (capture time, protocol, a wide type), where
+    every message fits."""
 
-    def __init__(self, env: Environment, show_connection: bool = False) -> None:
+    def __init__(self, env: Environment, view: View | None = None) -> None:
         self.env = env
-        self.show_connection = show_connection
+        self.show_connection = (view or View()).connection
         self.console, self._stream = make_console(env)
         self._items: list[tuple[Origin, Decoded | Problem]] = []
         self._protocols: bool | None = None  # the layout, once chosen
@@ -131,12 +110,25 @@ class TableRenderer:
                 return (*conn, offset, Text(""), Text(""), kind, detail_text)
             seq = Text("" if item.seq is None else str(item.seq))
             return (*conn, offset, seq, Text(""), kind, Text(""), Text(""), Text(""), detail_text)
-        if isinstance(item, ProtoMessage):
+        c = item.cells()
+        kind = Text(c.short_type or item.type, style=c.style)
+        if self._protocols:
+            what = " ".join(x for x in (c.output, c.key, c.summary) if x)
+            if c.seq is not None:
+                what = f"#{c.seq} {what}"
+            at = origin.time_ns if origin.time_ns is not None else c.time_ns
+            return (
+                *conn,
+                Text(str(item.offset)),
+                Text("" if at is None else time_of_day(at)),
+                Text(item.protocol),
+                Text(item.type, style=c.style),
+                Text(what),
+            )
+        if c.seq is None:
+            # In the envelope layout, a message without one: the protocol
+            # where the schema goes, the capture time.
             when = Text("" if origin.time_ns is None else time_of_day(origin.time_ns))
-            kind = Text(item.type, style=proto_style(item))
-            if self._protocols:
-                return (*conn, Text(str(item.offset)), when, Text(item.protocol), kind, Text(item.summary))
-            # In Ripple's layout: the protocol where the schema goes.
             return (
                 *conn,
                 Text(str(item.offset)),
@@ -144,32 +136,20 @@ class TableRenderer:
                 when,
                 kind,
                 Text(item.protocol),
-                *_empty(2),
-                Text(item.summary),
-            )
-        f = item.frame
-        name = type_name(f.tag)
-        style = _TYPE_STYLE.get(name, "yellow")
-        if self._protocols:
-            what = " ".join(x for x in (output_text(item.body), key_text(item.body), summary(item.body)) if x)
-            return (
-                *conn,
-                Text(str(f.offset)),
-                Text(time_of_day(origin.time_ns if origin.time_ns is not None else f.time_ns)),
-                Text("ripple"),
-                Text(name, style=style),
-                Text(f"#{f.seq} {what}"),
+                Text(""),
+                Text(""),
+                Text(c.summary),
             )
         return (
             *conn,
-            Text(str(f.offset)),
-            Text(str(f.seq)),
-            Text(time_of_day(f.time_ns)),
-            Text(name.replace("Checkpoint_", "Ckpt_").replace("Schema_negotiation", "Negotiation"), style=style),
-            Text(text(f.fingerprint)),
-            Text(output_text(item.body)),
-            Text(key_text(item.body)),
-            Text(summary(item.body)),
+            Text(str(item.offset)),
+            Text(str(c.seq)),
+            Text("" if c.time_ns is None else time_of_day(c.time_ns)),
+            kind,
+            Text(c.schema),
+            Text(c.output),
+            Text(c.key),
+            Text(c.summary),
         )
 
     def _conn(self, origin: Origin) -> tuple[Text, ...]:
@@ -183,7 +163,7 @@ class TableRenderer:
             return
         if self._protocols is None:
             messages = [m for _o, m in self._items if not isinstance(m, Problem)]
-            self._protocols = bool(messages) and not any(isinstance(m, Message) for m in messages)
+            self._protocols = bool(messages) and not any(m.cells().seq is not None for m in messages)
         table = self._table()
         for origin, item in self._items:
             table.add_row(*self._row(origin, item))

@@ -6,6 +6,7 @@ from typing import Any
 
 from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.codec.problems import Problem
+from ripple_cli.terminal.environment import Environment
 
 VERIFY_JSON_VERSION = 1
 
@@ -154,3 +155,17 @@ def junit_report(report: Report, unreadable: list[str]) -> bytes:
     ET.indent(suites)
     data: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)
     return data + b"\n"
+
+
+def write_reports(env: Environment, report: Report, unreadable: list[str], fmt: str, junit: str | None) -> None:
+    """The report on stdout as `fmt` (text or json), and as JUnit XML to `junit`."""
+    if fmt == "json":
+        env.stdout.write(json_report(report, unreadable))
+    else:
+        env.stdout.write(text_report(report, unreadable).encode())
+    env.stdout.flush()
+    if junit:
+        from ripple_cli.sources.output import binary_output
+
+        with binary_output(junit, env) as f:
+            f.write(junit_report(report, unreadable))

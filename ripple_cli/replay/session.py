@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable, Iterable
 
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
-from ripple_cli.codec.messages import SchemaNegotiation
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
+from ripple_cli.codec.messages import DeltaMode, SchemaNegotiation
 from ripple_cli.errors import EXIT_UNREADABLE, RippleError
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.replay.address import address_text
 from ripple_cli.replay.schedule import Clock, Schedule, sleep_until
 from ripple_cli.replay.stats import ReplayStats

@@ -14,20 +14,23 @@ bytes per message.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import BinaryIO
 
-from ripple_cli.capture.events import StreamId, StreamStart
+from ripple_cli.capture.events import CaptureEvent, StreamId, StreamStart
 from ripple_cli.codec.envelope import frame_bytes
-from ripple_cli.codec.messages import HANDSHAKE, TYPE_NAMES
+from ripple_cli.codec.messages import HANDSHAKE, TYPE_NAMES, DeltaMode
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import DeltaMode, Message
 from ripple_cli.errors import InvalidInput, UsageProblem
 from ripple_cli.flow.demux import Demux
-from ripple_cli.flow.origin import Origin
+from ripple_cli.flow.pipeline import BaseSink, pump
 from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
+from ripple_cli.protocols.base import DissectOptions
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.files import display_name
 from ripple_cli.sources.inputs import input_events
 
@@ -98,39 +101,55 @@ def load_recordings(
 ) -> list[Recording]:
     name = display_name(path)
     # RAW: no schema is needed to replay; a payload that does not decode as
-    # its type is still a problem (StreamDecoder drops it) and is not sent.
+    # its type is still a problem (the decoder drops it) and is not sent.
     # Without --port, a capture's other connections are told apart by
     # content and left out, as decode does.
-    choice = ProtocolChoice(RIPPLE, ports=frozenset(ports))  # replay sends Ripple envelopes only
-    demux = Demux(name, None, DeltaMode.RAW, max_payload, want=stream_filter(stream), choice=choice)
-    recordings: dict[StreamId | None, Recording] = {}
-    events = input_events(path, stdin, ports, max_flows)
-    first = True
-    while True:
-        event = next(events, None)
-        if first and isinstance(event, StreamStart) and event.stream is None:
-            if clock is Clock.CAPTURE:
-                raise UsageProblem(f"--clock capture: {name} is a raw stream, it has no capture times")
-            if stream is not None:
-                raise UsageProblem(f"--stream: {name} is a raw stream, it has one stream and no connections")
-        first = False
-        outputs = demux.feed(event) if event is not None else demux.finish()
-        for origin, item in outputs:
-            if isinstance(item, Problem):
-                on_problem(origin, item)
-                continue
-            assert isinstance(item, Message)
-            rec = recordings.get(origin.stream)
-            if rec is None:
-                label = name if origin.stream is None else f"{name}: {origin.stream.label}"
-                rec = recordings[origin.stream] = Recording(label, origin.stream)
-            rec.messages.append(Recorded(frame_bytes(item.frame), _time(item, origin, clock)))
-        if event is None:
-            break
+    options = DissectOptions(max_payload=max_payload, deltas=DeltaMode.RAW)
+    choice = ProtocolChoice(RIPPLE, ports=frozenset(ports), options=options)  # replay sends Ripple envelopes only
+    demux = Demux(name, choice, want=stream_filter(stream))
+    sink = _Recorder(name, clock, on_problem)
+    pump(_checked(input_events(path, stdin, ports, max_flows), name, clock, stream), demux, sink)
+    recordings = sink.recordings
     ordered = sorted(recordings.values(), key=lambda r: r.stream.connection if r.stream else 0)
     for rec in ordered:
         _check_opening(rec)
     return ordered
+
+
+def _checked(
+    events: Iterator[CaptureEvent], name: str, clock: Clock, stream: tuple[int, str | None] | None
+) -> Iterator[CaptureEvent]:
+    """The events, once the input's first says it suits the options."""
+    first = next(events, None)
+    if isinstance(first, StreamStart) and first.stream is None:
+        if clock is Clock.CAPTURE:
+            raise UsageProblem(f"--clock capture: {name} is a raw stream, it has no capture times")
+        if stream is not None:
+            raise UsageProblem(f"--stream: {name} is a raw stream, it has one stream and no connections")
+    if first is not None:
+        yield first
+    yield from events
+
+
+class _Recorder(BaseSink):
+    """A pipeline sink: each direction's whole envelopes, in order."""
+
+    def __init__(self, name: str, clock: Clock, on_problem: ProblemSink) -> None:
+        self.name = name
+        self.clock = clock
+        self.on_problem = on_problem
+        self.recordings: dict[StreamId | None, Recording] = {}
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        assert isinstance(msg, Message)  # the Demux decodes Ripple only
+        rec = self.recordings.get(origin.stream)
+        if rec is None:
+            label = self.name if origin.stream is None else f"{self.name}: {origin.stream.label}"
+            rec = self.recordings[origin.stream] = Recording(label, origin.stream)
+        rec.messages.append(Recorded(frame_bytes(msg.frame), _time(msg, origin, self.clock)))
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        self.on_problem(origin, problem)
 
 
 def _time(msg: Message, origin: Origin, clock: Clock) -> int:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from ripple_cli.sexp.atoms import _ESCAPED, must_escape, quote
 from ripple_cli.sexp.tree import Sexp
-from ripple_cli.sexp.write import _ESCAPED, must_escape, quote
 
 _UNKNOWN = -1
 _INFINITY = 1000000010

@@ -8,8 +8,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from ripple_cli.cli.environment import Environment
 from ripple_cli.errors import InputUnreadable, UsageProblem
+from ripple_cli.terminal.environment import Environment
 
 
 def _mode_for(path: str) -> int:

@@ -26,14 +26,13 @@ from typing import Protocol
 
 from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.capture.events import CaptureEvent, StreamEnd, StreamGap, StreamId
-from ripple_cli.codec.fast.lane import Batch
 from ripple_cli.codec.problems import Problem
 from ripple_cli.errors import EXIT_INTERRUPTED
-from ripple_cli.flow.demux import BatchOutput, Demux
-from ripple_cli.flow.items import Decoded, Item
-from ripple_cli.flow.origin import Origin
+from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.pipeline import BaseSink, Enough, deliver, steps
+from ripple_cli.protocols.item import Decoded, Item, Run
+from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import Renderer
-from ripple_cli.render.sexp import SexpRenderer
 from ripple_cli.tap.queues import DropQueue, End, EventQueue
 from ripple_cli.tap.record import Packet, Recorder
 from ripple_cli.tap.stats import TapStats
@@ -96,7 +95,7 @@ class Session:
         self.decode_q = EventQueue(buffer)
         if print_items is None:
             print_items = max(MIN_PRINT_ITEMS, buffer // BYTES_PER_PRINT_ITEM)
-        self.print_q: DropQueue[tuple[Origin, Item | Batch]] = DropQueue(print_items, buffer)
+        self.print_q: DropQueue[tuple[Origin, Item]] = DropQueue(print_items, buffer)
         self._record_events: EventQueue | None = None
         self._record_packets: DropQueue[Packet] | None = None
         if recorder is not None:
@@ -175,7 +174,7 @@ class Session:
             if isinstance(item, Problem):
                 self.stats.not_shown_problems += 1
             else:
-                self.stats.not_shown_messages += item.messages if isinstance(item, Batch) else 1
+                self.stats.not_shown_messages += item.messages if isinstance(item, Run) else 1
 
     def _guard(
         self, body: Callable[[], None], done: threading.Event | None = None, background: bool = True
@@ -226,26 +225,32 @@ class Session:
     # -- decoder: events -> Demux -> print queue ----------------------------------
 
     def _decode(self) -> None:
-        demux, q = self.demux, self.decode_q
+        demux = self.demux
         try:
-            while True:
-                ev = q.get()
-                if ev is None:
-                    continue
-                if isinstance(ev, End):
-                    break
-                self.stats.event(ev)
-                self._outputs(demux.feed_batches(ev))
-                stream = ev.stream
-                if stream is not None and stream in demux.undecoded:
-                    self.stats.undecoded(stream.connection)
-                if isinstance(ev, StreamEnd) and stream is not None:
-                    self._forget(stream)
-            self._outputs(demux.finish_batches())
+            for _ in steps(self._decoder_events(), demux, _ToPrinter(self)):
+                pass
             for stream in demux.undecoded:  # decided at the end, for want of any recognised bytes
                 self.stats.undecoded(stream.connection)
         finally:
             self.print_q.close()
+
+    def _decoder_events(self) -> Iterator[CaptureEvent]:
+        """The decode queue's events, until the reader's end; after each has
+        been decoded, what it decided about its stream."""
+        demux, q = self.demux, self.decode_q
+        while True:
+            ev = q.get()
+            if ev is None:
+                continue
+            if isinstance(ev, End):
+                return
+            self.stats.event(ev)
+            yield ev
+            stream = ev.stream
+            if stream is not None and stream in demux.undecoded:
+                self.stats.undecoded(stream.connection)
+            if isinstance(ev, StreamEnd) and stream is not None:
+                self._forget(stream)
 
     def _forget(self, stream: StreamId) -> None:
         """Both directions ended: their decoders go (a tap may see millions of connections)."""
@@ -257,35 +262,11 @@ class Session:
             streams.pop(other, None)
         self.demux.undecoded.pop(stream, None)
 
-    def _outputs(self, outputs: list[BatchOutput]) -> None:
-        if not outputs:
-            return
-        stats, report, rep, q = self.stats, self.report, self.rep, self.print_q
-        done = self._printed.is_set()  # --count reached: nothing more is shown, nor counted as not shown
-        for origin, item in outputs:
-            if isinstance(item, Batch):
-                # Envelopes the fast lane decoded and wrote as lines (a Demux
-                # made with lane=SEXP: sexp without notes or selection).
-                stats.batch(origin, item)
-                report.batch(rep, item)
-                if not done and not q.put((origin, item), item.size):
-                    stats.not_shown_messages += item.messages
-                continue
-            stats.output(origin, item)
-            if isinstance(item, Problem):
-                report.problem(rep, item)
-                if not done and not q.put((origin, item)):
-                    stats.not_shown_problems += 1
-                continue
-            report.message(rep, item)
-            if not done and self.select(origin, item) and not q.put((origin, item), item.size):
-                stats.not_shown_messages += 1
-
     # -- printer: print queue -> renderer ------------------------------------------
 
     def _print(self) -> None:
         printer, q = self.printer, self.print_q
-        shown = 0
+        shown = _Shown(printer, self.count)
         if self.count == 0:
             printer.close()
             self.printer_closed = True
@@ -297,23 +278,11 @@ class Session:
                 continue
             if isinstance(item, End):
                 break
-            origin, ev = item
-            if isinstance(ev, Batch):
-                assert isinstance(printer, SexpRenderer)
-                if self.count is not None and shown + ev.messages >= self.count:
-                    printer.lines(origin, ev.first_lines(self.count - shown))
-                    self.stats.ended_by = "count reached"
-                    break
-                printer.lines(origin, ev.text)
-                shown += ev.messages
-            elif isinstance(ev, Problem):
-                printer.problem(origin, ev)
-            else:
-                printer.message(origin, ev)
-                shown += 1
-                if self.count is not None and shown >= self.count:
-                    self.stats.ended_by = "count reached"
-                    break
+            try:
+                deliver([item], shown)
+            except Enough:
+                self.stats.ended_by = "count reached"
+                break
             if not len(q):
                 printer.flush()
         printer.close()
@@ -354,6 +323,69 @@ class Session:
                 recorder.close()
             except OSError as e:
                 self.record_error = f"{recorder.path}: write failed: {e.strerror or e}"
+
+
+class _ToPrinter(BaseSink):
+    """The decoder thread's sink: counts each item (stats, report), and
+    queues what is shown for the printer thread."""
+
+    def __init__(self, session: Session) -> None:
+        self.s = session
+        # The printer writes a fast lane's runs only when it takes them and
+        # every message is shown (the Demux was made with a lane then).
+        self.takes_runs = True
+
+    def run(self, origin: Origin, run: Run) -> None:
+        s = self.s
+        s.stats.run(origin, run)
+        s.report.run(s.rep, run)
+        if not s._printed.is_set() and not s.print_q.put((origin, run), run.size):
+            s.stats.not_shown_messages += run.messages
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        s = self.s
+        s.stats.output(origin, problem)
+        s.report.problem(s.rep, problem)
+        if not s._printed.is_set() and not s.print_q.put((origin, problem)):
+            s.stats.not_shown_problems += 1
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        s = self.s
+        s.stats.output(origin, msg)
+        s.report.message(s.rep, msg)
+        # --count reached: nothing more is shown, nor counted as not shown.
+        if not s._printed.is_set() and s.select(origin, msg) and not s.print_q.put((origin, msg), msg.size):
+            s.stats.not_shown_messages += 1
+
+
+class _Shown:
+    """The printer thread's sink: the renderer, up to --count."""
+
+    takes_runs = True
+
+    def __init__(self, printer: Renderer, count: int | None) -> None:
+        self.printer = printer
+        self.count = count
+        self.shown = 0
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        self.printer.message(origin, msg)
+        self.shown += 1
+        if self.count is not None and self.shown >= self.count:
+            raise Enough
+
+    def run(self, origin: Origin, run: Run) -> None:
+        if self.count is not None and self.shown + run.messages >= self.count:
+            self.printer.run(origin, run, self.count - self.shown)
+            raise Enough
+        self.printer.run(origin, run)
+        self.shown += run.messages
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        self.printer.problem(origin, problem)
+
+    def flush(self) -> None:
+        self.printer.flush()
 
 
 def _lower_priority(nice: int) -> None:

@@ -11,16 +11,13 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from ripple_cli.analysis.sequence import SequenceChecker
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamId, StreamStart
-from ripple_cli.codec.fast.lane import Batch
-from ripple_cli.codec.messages import TYPE_NAMES, DeltaMsg, DeltaView, Heartbeat
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.registry import SchemaRegistry
-from ripple_cli.flow.items import Item
-from ripple_cli.flow.origin import Origin
-from ripple_cli.protocols.base import ProtoMessage
+from ripple_cli.protocols import registry as protocols
+from ripple_cli.protocols.item import Decoded, Run, Tracker
+from ripple_cli.protocols.origin import Origin
 
+_UNSET: Tracker | None = object()  # type: ignore[assignment]  # no message seen yet
 KEEP_CLOSED = 256  # closed connections kept for the view; older ones only count in the totals
 
 
@@ -39,7 +36,7 @@ class StreamStats:
     problems: int = 0
     crc_errors: int = 0
     last_seq: int | None = None
-    last_delta: tuple[bytes, int] | None = None  # (source output, sequence_no)
+    last_delta: tuple[str, int] | None = None  # (output, its sequence number): Progress.position
     delta_missing: int = 0  # Delta sequence numbers skipped
     delta_duplicates: int = 0
     seq_errors: int = 0  # envelope seq not increasing
@@ -62,7 +59,7 @@ class TapStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._streams: dict[StreamId, StreamStats] = {}
-        self._checkers: dict[StreamId, SequenceChecker] = {}
+        self._trackers: dict[StreamId, Tracker | None] = {}  # made at a stream's first message
         self._open: dict[int, int] = {}  # connection -> directions not yet ended
         self._closed: list[int] = []  # closed connections, oldest first
         self._ignored: dict[int, int] = {}  # connections found not to carry Ripple -> directions ended
@@ -92,9 +89,6 @@ class TapStats:
             if isinstance(ev, StreamStart):
                 if stream not in self._streams:
                     self._streams[stream] = StreamStats(stream, ev.time_ns)
-                    # Only delta_gap, delta_duplicate and seq_order are read from
-                    # it: those need no schema, so an empty registry does.
-                    self._checkers[stream] = SequenceChecker(SchemaRegistry())
                     if stream.connection not in self._open:
                         self._open[stream.connection] = 0
                         self.totals.connections += 1
@@ -112,7 +106,7 @@ class TapStats:
                 self.totals.not_decoded += ev.size
             elif isinstance(ev, StreamEnd) and st.ended is None:
                 st.ended = ev.reason
-                self._checkers.pop(stream, None)
+                self._trackers.pop(stream, None)
                 left = self._open.get(stream.connection, 0) - 1
                 if left > 0:
                     self._open[stream.connection] = left
@@ -133,7 +127,7 @@ class TapStats:
                 self._ignored[connection] = ended  # its later events are ignored, until both ends
             for s in gone:
                 self.totals.stream_bytes -= self._streams.pop(s).stream_bytes
-                self._checkers.pop(s, None)
+                self._trackers.pop(s, None)
             if gone:
                 self.totals.connections -= 1
             if self._open.pop(connection, None) is not None:
@@ -146,7 +140,7 @@ class TapStats:
             for s in [s for s in self._streams if s.connection == old]:
                 del self._streams[s]
 
-    def output(self, origin: Origin, item: Item) -> None:
+    def output(self, origin: Origin, item: Decoded | Problem) -> None:
         stream = origin.stream
         with self._lock:
             st = self._streams.get(stream) if stream is not None else None
@@ -165,44 +159,39 @@ class TapStats:
             st.messages += 1
             st.message_bytes += item.size
             st.by_type[name] += 1
-            if isinstance(item, ProtoMessage):
+            tracker = self._trackers.get(stream, _UNSET)
+            if tracker is _UNSET:
+                tracker = self._trackers[stream] = protocols.get(item.protocol).tracker()
+            if tracker is None:
                 return
-            st.last_seq = item.frame.seq
-            body = item.body
-            if isinstance(body, DeltaMsg | DeltaView):
-                st.last_delta = (body.source_output, body.sequence_no)
-                if body.watermark_ns is not None and origin.time_ns is not None:
-                    st.watermark_lag_ns = origin.time_ns - body.watermark_ns
-            elif isinstance(body, Heartbeat) and origin.time_ns is not None:
-                st.heartbeat = (origin.time_ns, body.load)
-            checker = self._checkers.get(stream)
-            if checker is not None:
-                for p in checker.observe(item):
-                    if p.kind == "delta_gap":
-                        missing = p.extra.get("missing", 1)
-                        st.delta_missing += missing if isinstance(missing, int) else 1
-                    elif p.kind == "delta_duplicate":
-                        st.delta_duplicates += 1
-                    elif p.kind == "seq_order":
-                        st.seq_errors += 1
+            pr = tracker.observe(item)
+            st.last_seq = pr.seq
+            if pr.position is not None:
+                st.last_delta = pr.position
+            if pr.watermark_ns is not None and origin.time_ns is not None:
+                st.watermark_lag_ns = origin.time_ns - pr.watermark_ns
+            if pr.load is not None and origin.time_ns is not None:
+                st.heartbeat = (origin.time_ns, pr.load)
+            st.delta_missing += pr.missing
+            st.delta_duplicates += pr.duplicate
+            st.seq_errors += pr.out_of_order
 
-    def batch(self, origin: Origin, batch: Batch) -> None:
-        """A fast-lane Batch: its counts.  The details `output` keeps per
+    def run(self, origin: Origin, run: Run) -> None:
+        """A fast lane's run: its counts.  The details `output` keeps per
         message (last seq, Delta, heartbeat, lag) are for the live view,
-        which never gets Batches."""
+        which never gets runs."""
         stream = origin.stream
         with self._lock:
             t = self.totals
-            t.messages += batch.messages
+            t.messages += run.messages
             st = self._streams.get(stream) if stream is not None else None
             if st is not None:
-                st.messages += batch.messages
-                st.message_bytes += batch.size
-            for tag, n in enumerate(batch.by_tag):
-                if n:
-                    t.by_type[TYPE_NAMES[tag]] += n
-                    if st is not None:
-                        st.by_type[TYPE_NAMES[tag]] += n
+                st.messages += run.messages
+                st.message_bytes += run.size
+            for name, n in run.counts():
+                t.by_type[name] += n
+                if st is not None:
+                    st.by_type[name] += n
 
     # -- any thread -----------------------------------------------------------
 

@@ -37,7 +37,7 @@ _TCP = struct.Struct("!HHIIBBHHH")
 _TCP_PROTO = 6
 _WINDOW = 65535
 
-Frame = tuple[int, bytes]  # (time ns, Ethernet frame)
+TimedFrame = tuple[int, bytes]  # (time ns, Ethernet frame)
 
 
 def checksum(*parts: bytes) -> int:
@@ -86,7 +86,7 @@ class TcpSynthesizer:
         self._isn = isn or (lambda: rng.getrandbits(32))
         self._flows: dict[int, _Flow] = {}
 
-    def frames(self, ev: CaptureEvent) -> list[Frame]:
+    def frames(self, ev: CaptureEvent) -> list[TimedFrame]:
         stream = ev.stream
         if stream is None:
             return []
@@ -129,7 +129,7 @@ class TcpSynthesizer:
             return out
         return []
 
-    def _open(self, conn: int, client: Endpoint, server: Endpoint, t: int) -> list[Frame]:
+    def _open(self, conn: int, client: Endpoint, server: Endpoint, t: int) -> list[TimedFrame]:
         v6 = ":" in client.host or ":" in server.host
         isn_c, isn_s = self._isn() & MASK, self._isn() & MASK
         flow = _Flow(v6, (_address(client.host, v6), _address(server.host, v6)), (client.port, server.port), [0, 0])
@@ -143,7 +143,7 @@ class TcpSynthesizer:
         out.append(self._packet(flow, t, 0, ACK, b""))
         return out
 
-    def _packet(self, flow: _Flow, t: int, side: int, flags: int, payload: bytes, ack: int | None = None) -> Frame:
+    def _packet(self, flow: _Flow, t: int, side: int, flags: int, payload: bytes, ack: int | None = None) -> TimedFrame:
         src, dst = flow.addr[side], flow.addr[1 - side]
         sport, dport = flow.port[side], flow.port[1 - side]
         seq = flow.nxt[side]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ripple_cli.codec.fast import speedups
-from ripple_cli.codec.fast.lane import Lane
+from ripple_cli.protocols.ripple.lane import Lane
 from tests.cli import test_golden as golden_tests
 from tests.conftest import EXAMPLES, Result, run_cli
 from tests.replay.pcap import Connection, build_pcap

@@ -48,8 +48,7 @@ from ripple_cli.codec.schema import (
     Schema,
     text,
 )
-from ripple_cli.codec.stream import Message
-from ripple_cli.codec.text import message_to_line
+from ripple_cli.protocols.ripple.message import Message
 
 SCALE = int(os.environ.get("RIPPLE_HYPOTHESIS_SCALE", "1"))
 
@@ -290,4 +289,4 @@ def event_key(e: Message | Problem) -> Any:
     """What two decodings must agree on for one event."""
     if isinstance(e, Problem):
         return e
-    return (e.frame, type(e.body).__name__, message_to_line(e))
+    return (e.frame, type(e.body).__name__, e.line)

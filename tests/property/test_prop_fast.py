@@ -31,13 +31,13 @@ from ripple_cli.codec.delta import CompiledSchema, Patch, SetRow
 from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.codec.errors import DecodeError
 from ripple_cli.codec.fast import _load, speedups
-from ripple_cli.codec.fast.lane import Batch, LaneKind
 from ripple_cli.codec.fast.program import compile_program
 from ripple_cli.codec.messages import (
     FIXED_FINGERPRINTS,
     HEARTBEAT,
     CheckpointAck,
     CheckpointRequest,
+    DeltaMode,
     DeltaMsg,
     DeltaView,
     Handshake,
@@ -60,9 +60,11 @@ from ripple_cli.codec.schema import (
     Schema,
     text,
 )
-from ripple_cli.codec.stream import DeltaMode, Message
-from ripple_cli.codec.text import message_to_line
 from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.protocol_choice import ProtocolChoice
+from ripple_cli.protocols.base import DissectOptions, LaneKind
+from ripple_cli.protocols.ripple.lane import LaneRun
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sexp.tree import float_atom
 from ripple_cli.sexp.write import atom_text, to_string
 
@@ -399,16 +401,17 @@ def run(
     events: list[CaptureEvent], lane: LaneKind | None, kind: LaneKind, mode: DeltaMode, max_payload: int = 1 << 24
 ) -> Run:
     rules = kind is LaneKind.COUNT
-    demux = Demux("s", None, mode, max_payload, check_rules=rules, lane=lane)
+    options = DissectOptions(max_payload=max_payload, deltas=mode, rules=rules, lane=lane)
+    demux = Demux("s", ProtocolChoice("ripple", options=options))
     outs = []
     for ev in events:
-        outs += demux.feed_batches(ev)
-    outs += demux.finish_batches()
+        outs += demux.feed(ev)
+    outs += demux.finish()
     items: list[Any] = []
     messages, size, batches = 0, 0, 0
     by_tag: dict[int, int] = {}
     for _origin, item in outs:
-        if isinstance(item, Batch):
+        if isinstance(item, LaneRun):
             batches += 1
             messages += item.messages
             size += item.size
@@ -427,12 +430,12 @@ def run(
             size += item.frame.size
             by_tag[item.frame.tag] = by_tag.get(item.frame.tag, 0) + 1
             if kind is LaneKind.SEXP:
-                items.append(("line", message_to_line(item) + b"\n"))
+                items.append(("line", item.line + b"\n"))
         else:
             assert isinstance(item, Problem)
             items.append(item)
     streams = [(s.messages, s.bytes, s.problems, s.by_type) for s in demux.streams.values()]
-    checkers = [(s.checker.last_seq, s.checker.last_applied) if s.checker else None for s in demux.streams.values()]
+    checkers = [_checker_state(s.dissector) for s in demux.streams.values()]
     return Run(items, (messages, size, by_tag), streams, checkers, batches)
 
 
@@ -528,3 +531,9 @@ def test_a_clean_stream_goes_through_the_lane() -> None:
         fast = assert_same(events, kind, mode)
         assert fast.batches >= 3
         assert not any(isinstance(x, Problem) for x in fast.items)
+
+
+def _checker_state(dissector: Any) -> Any:
+    """The stream rules' state of a Ripple stream dissector (None: not checked)."""
+    checker = dissector.checker
+    return None if checker is None else (checker.last_seq, checker.last_applied)

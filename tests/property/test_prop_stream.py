@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 from ripple_strategies import Envelope, envelope_lists, event_key, prop
 
 from ripple_cli.codec.envelope import MAGIC, OVERHEAD, frame_bytes
-from ripple_cli.codec.messages import DeltaMsg, DeltaView
+from ripple_cli.codec.messages import DeltaMode, DeltaMsg, DeltaView
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
-from ripple_cli.codec.text import envelope_of_sexp, message_to_line, message_to_sexp
-from ripple_cli.sexp import parse_one, to_string_hum
+from ripple_cli.codec.text import envelope_of_sexp
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
+from ripple_cli.sexp import parse_one
 
 
 def decode(data: bytes, **kw: Any) -> list[Message | Problem]:
@@ -59,12 +60,12 @@ def test_stream_to_lines_and_back_gives_the_same_bytes(envs: list[Envelope]) -> 
     hum_registry = SchemaRegistry()
     rebuilt = []
     for m in messages:
-        line = message_to_line(m)
+        line = m.line
         assert b"\n" not in line
         spec = envelope_of_sexp(parse_one(line), registry)
         assert spec.to_bytes() == frame_bytes(m.frame)
         rebuilt.append(spec.to_bytes())
-        hum = to_string_hum(message_to_sexp(m))
+        hum = m.hum
         assert envelope_of_sexp(parse_one(hum), hum_registry).to_bytes() == frame_bytes(m.frame)
     assert b"".join(rebuilt) == data
 
@@ -87,8 +88,8 @@ def test_modes_agree_on_framing(envs: list[Envelope]) -> None:
         if isinstance(m, Message):
             assert not isinstance(m.body, DeltaView)
             if isinstance(m.body, DeltaMsg):
-                assert b"(delta_bytes" in message_to_line(m)
-            assert envelope_of_sexp(parse_one(message_to_line(m)), registry).to_bytes() == frame_bytes(m.frame)
+                assert b"(delta_bytes" in m.line
+            assert envelope_of_sexp(parse_one(m.line), registry).to_bytes() == frame_bytes(m.frame)
 
 
 # ---------------------------------------------------------------- chunking

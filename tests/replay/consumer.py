@@ -17,11 +17,13 @@ from ripple_cli.codec.messages import (
     FIXED_FINGERPRINTS,
     HANDSHAKE,
     SCHEMA_NEGOTIATION,
+    DeltaMode,
     SchemaNegotiation,
     write_payload,
 )
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 
 
 def negotiation(ok: bool, errors: tuple[str, ...] = (), seq: int = 1) -> bytes:

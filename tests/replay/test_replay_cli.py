@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from ripple_cli.codec.envelope import HEADER_SIZE, frame_bytes
-from ripple_cli.codec.messages import DELTA, HANDSHAKE, DeltaMsg
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
+from ripple_cli.codec.messages import DELTA, HANDSHAKE, DeltaMode, DeltaMsg
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 from tests.conftest import EXAMPLES, ROOT, Result, run_cli
 from tests.replay.consumer import Behaviour, Consumer, connect_and_serve, negotiation
 from tests.replay.pcap import Connection, build_pcap

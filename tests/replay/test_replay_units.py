@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ripple_cli.codec.envelope import frame_bytes
-from ripple_cli.codec.messages import DELTA, DeltaMsg
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
+from ripple_cli.codec.messages import DELTA, DeltaMode, DeltaMsg
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.replay.address import split_address
 from ripple_cli.replay.renumber import Renumberer
 from ripple_cli.replay.schedule import Mode, Pacing, Schedule, sleep_until
@@ -113,7 +114,8 @@ def test_bad_addresses(text: str) -> None:
 
 def test_renumber_from_a_start() -> None:
     from ripple_cli.codec.messages import DeltaMsg
-    from ripple_cli.codec.stream import Message, StreamDecoder
+    from ripple_cli.protocols.ripple.decoder import StreamDecoder
+    from ripple_cli.protocols.ripple.message import Message
     from ripple_cli.replay.renumber import Renumberer
     from tests.conftest import EXAMPLES
 

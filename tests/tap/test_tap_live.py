@@ -13,8 +13,8 @@ from pathlib import Path
 
 from tapkit import DEMO, ROOT, EchoServer, exchange, wait_for
 
-from ripple_cli.cli.environment import Environment
 from ripple_cli.cli.main import main
+from ripple_cli.terminal.environment import Environment
 
 
 class _Stdout(io.BytesIO):

@@ -33,9 +33,9 @@ from ripple_cli.capture.reader import CaptureOptions, capture_events
 from ripple_cli.codec.envelope import Frame
 from ripple_cli.codec.messages import DELTA, DeltaMsg, Heartbeat
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import Message
-from ripple_cli.flow.origin import Origin
-from ripple_cli.render.live import by_type_text, human_bytes, human_duration
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.protocols.ripple.message import Message
+from ripple_cli.tap.live import by_type_text, human_bytes, human_duration
 from ripple_cli.tap.proxy import HostPort, parse_hostport
 from ripple_cli.tap.queues import DropQueue, End, EventQueue
 from ripple_cli.tap.records import DATA, END, GAP, GAP_SIZE, OPEN, pack, pack_json, read_records
@@ -338,7 +338,7 @@ def test_stats_count_per_direction_and_in_total() -> None:
     streams, totals = st.snapshot()
     s = next(x for x in streams if x.stream == a)
     assert (s.messages, s.stream_bytes, s.lost, s.crc_errors, s.problems) == (6, 500, 70, 1, 1)
-    assert (s.delta_missing, s.delta_duplicates, s.last_seq, s.last_delta) == (2, 1, 9, (b"vwap", 6))
+    assert (s.delta_missing, s.delta_duplicates, s.last_seq, s.last_delta) == (2, 1, 9, ("vwap", 6))
     assert s.heartbeat == (1_000_000_000, 0.75) and s.watermark_lag_ns == 600_000_000
     assert dict(s.by_type) == {"Delta": 5, "Heartbeat": 1}
     assert (totals.connections, totals.open_connections, totals.messages, totals.not_decoded) == (1, 1, 6, 70)

@@ -8,20 +8,29 @@ from array import array
 import pytest
 
 from ripple_cli.analysis.report import Report
-from ripple_cli.analysis.sequence import before_schema_problem
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamStart
 from ripple_cli.codec.delta import CompiledSchema, SetRow
 from ripple_cli.codec.envelope import build_envelope
 from ripple_cli.codec.fast import _load, speedups
-from ripple_cli.codec.fast.lane import Batch, LaneKind
 from ripple_cli.codec.fast.program import compile_program
 from ripple_cli.codec.framing import FrameDecoder
-from ripple_cli.codec.messages import DELTA, FIXED_FINGERPRINTS, HANDSHAKE, DeltaView, Handshake, write_payload
+from ripple_cli.codec.messages import (
+    DELTA,
+    FIXED_FINGERPRINTS,
+    HANDSHAKE,
+    DeltaMode,
+    DeltaView,
+    Handshake,
+    write_payload,
+)
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.schema import FLOAT, INT, STRING, Field, OptionOf, Schema
-from ripple_cli.codec.stream import DeltaMode, Message
-from ripple_cli.codec.text import message_to_line
 from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.protocol_choice import ProtocolChoice
+from ripple_cli.protocols.base import DissectOptions, LaneKind
+from ripple_cli.protocols.ripple.lane import LaneRun
+from ripple_cli.protocols.ripple.message import Message
+from ripple_cli.protocols.ripple.rules import before_schema_problem
 
 FAST = speedups() is not None
 needs_fast = pytest.mark.skipif(not FAST, reason="the C fast lane is off (not built here, or RIPPLE_PURE)")
@@ -38,24 +47,24 @@ def handshake(seq: int, schema: Schema = VWAP) -> bytes:
     return build_envelope(HANDSHAKE, seq, 0, FIXED_FINGERPRINTS[HANDSHAKE], write_payload(body))
 
 
-def demux_run(chunks: list[bytes], lane: LaneKind | None, rules: bool = True) -> list[Problem | Message | Batch]:
+def demux_run(chunks: list[bytes], lane: LaneKind | None, rules: bool = True) -> list[Problem | Message | LaneRun]:
     mode = DeltaMode.VALIDATE if rules else DeltaMode.DECODE
-    demux = Demux("s", None, mode, check_rules=rules, lane=lane)
+    demux = Demux("s", ProtocolChoice("ripple", options=DissectOptions(deltas=mode, rules=rules, lane=lane)))
     events: list[CaptureEvent] = [StreamStart(None, None, True), *(StreamData(None, c, None) for c in chunks)]
     events.append(StreamEnd(None, None, "end"))
     out = []
     for ev in events:
-        out += demux.feed_batches(ev)
-    out += demux.finish_batches()
+        out += demux.feed(ev)
+    out += demux.finish()
     return [item for _o, item in out]
 
 
-def kinds(items: list[Problem | Message | Batch]) -> list[str]:
+def kinds(items: list[Problem | Message | LaneRun]) -> list[str]:
     out = []
     for item in items:
         if isinstance(item, Problem):
             out.append(item.kind)
-        elif isinstance(item, Batch):
+        elif isinstance(item, LaneRun):
             out += [p.kind for p in item.problems()]
     return out
 
@@ -97,25 +106,25 @@ def test_steps_give_what_feed_gives() -> None:
     assert stepped.offset == whole.offset == len(data)
 
 
-def test_report_counts_a_batch_like_its_messages_and_problems() -> None:
+def test_report_counts_a_run_like_its_messages_and_problems() -> None:
     problems = [before_schema_problem(i * 100, i, b"x/v1") for i in range(5)]
     recs = array("q")
     for i in range(5):
         recs.extend([2, i * 100, i, 0, 0, 0])
-    batch = Batch(0, 500, 7, 700, (0, 5, 1, 0, 1, 0), b"", recs, [b"x/v1"])
+    batch = LaneRun(0, 500, 7, 700, (0, 5, 1, 0, 1, 0), b"", recs, [b"x/v1"])
     assert list(batch.problems()) == problems
     one, bulk = Report(keep_problems=3), Report(keep_problems=3)
     a, b = one.source("s"), bulk.source("s")
     for p in problems:
         one.problem(a, p)
-    bulk.batch(b, batch)
+    bulk.run(b, batch)
     assert b.problems == a.problems == problems[:3]
     assert bulk.dropped == one.dropped
     assert (b.messages, b.bytes, dict(b.by_type)) == (7, 700, {"Delta": 5, "Checkpoint_request": 1, "Heartbeat": 1})
 
 
 def test_first_lines() -> None:
-    batch = Batch(0, 0, 3, 0, (0,) * 6, b"(a)\n(b)\n(c)\n", array("q"), [])
+    batch = LaneRun(0, 0, 3, 0, (0,) * 6, b"(a)\n(b)\n(c)\n", array("q"), [])
     assert batch.first_lines(0) == b""
     assert batch.first_lines(2) == b"(a)\n(b)\n"
     assert batch.first_lines(3) == batch.text
@@ -131,9 +140,7 @@ def test_a_schema_too_deep_for_c_is_left_to_python() -> None:
     data = handshake(1, schema) + delta(2, VWAP) + build_envelope(DELTA, 3, 0, b"deep/v1", b"")
     pure = demux_run([data], None, rules=False)
     fast = demux_run([data], LaneKind.SEXP, rules=False)
-    assert [message_to_line(m) for m in fast if isinstance(m, Message)] == [
-        message_to_line(m) for m in pure if isinstance(m, Message)
-    ]
+    assert [m.line for m in fast if isinstance(m, Message)] == [m.line for m in pure if isinstance(m, Message)]
     assert kinds(fast) == kinds(pure)
 
 
@@ -142,5 +149,5 @@ def test_the_lane_stops_at_the_first_delta_of_an_output() -> None:
     """Python makes the first entry of (worker, output); the lane takes the rest."""
     data = handshake(1) + b"".join(delta(i + 2, sequence_no=i + 1) for i in range(10))
     items = demux_run([data], LaneKind.COUNT)
-    assert [type(i).__name__ for i in items] == ["Message", "Message", "Batch"]
-    assert isinstance(items[2], Batch) and items[2].messages == 9 and items[2].problem_count == 0
+    assert [type(i).__name__ for i in items] == ["Message", "Message", "LaneRun"]
+    assert isinstance(items[2], LaneRun) and items[2].messages == 9 and items[2].problem_count == 0

@@ -23,6 +23,7 @@ from ripple_cli.codec.envelope import build_envelope
 from ripple_cli.codec.messages import (
     DELTA,
     Body,
+    DeltaMode,
     DeltaMsg,
     DeltaView,
     SchemaNegotiation,
@@ -44,10 +45,11 @@ from ripple_cli.codec.schema import (
     RecordOf,
     Schema,
 )
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
+from ripple_cli.codec.summary import key_text
 from ripple_cli.errors import UsageProblem
-from ripple_cli.flow.origin import Origin
-from ripple_cli.render.summary import key_text
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.schema_files import load_registry
 from tests.conftest import EXAMPLES
 

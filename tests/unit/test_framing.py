@@ -22,6 +22,7 @@ from ripple_cli.codec.messages import (
     SCHEMA_NEGOTIATION,
     CheckpointAck,
     CheckpointRequest,
+    DeltaMode,
     DeltaMsg,
     DeltaView,
     Handshake,
@@ -33,8 +34,9 @@ from ripple_cli.codec.messages import (
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.schema import FLOAT, INT, STRING, Field, OptionOf, Schema
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
-from ripple_cli.codec.text import envelope_of_sexp, message_to_line
+from ripple_cli.codec.text import envelope_of_sexp
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sexp import parse_one
 
 VWAP_V2 = Schema(
@@ -111,7 +113,7 @@ def fed_in_chunks(data: bytes, size: int, **kw) -> list:  # type: ignore[no-unty
 
 
 def lines(events: list) -> list:  # type: ignore[type-arg]
-    return [message_to_line(e) if isinstance(e, Message) else e for e in events]
+    return [e.line if isinstance(e, Message) else e for e in events]
 
 
 # ---------------------------------------------------------------- clean streams
@@ -388,7 +390,7 @@ def test_unknown_message_type() -> None:
     msg = events[2]
     assert isinstance(msg, Message) and msg.offset == 75
     assert msg.body == body
-    line = message_to_line(msg)
+    line = msg.line
     assert line == b'((seq 2)(time_ns 3)(schema future/v1)(msg(Unknown((tag 9)(payload"\\001\\002(")))))'
     assert envelope_of_sexp(parse_one(line), SchemaRegistry()).to_bytes() == e
     assert shape(events)[3] == (75 + len(e), "Heartbeat")
@@ -400,7 +402,7 @@ def test_nonzero_flags() -> None:
     assert events[0] == Problem(0, "flags", "non-zero reserved flags 0x05", severity=Severity.WARNING, seq=2)
     msg = events[1]
     assert isinstance(msg, Message) and msg.frame.flags == 5
-    line = message_to_line(msg)
+    line = msg.line
     assert line == (
         b"((seq 2)(time_ns 2)(schema ripple.heartbeat/v1)(flags 5)(msg(Heartbeat((worker_id w1)(timestamp_ns 2)"
         b"(load 0.5)))))"
@@ -418,7 +420,7 @@ def test_flags_and_unknown_type_together_and_in_order() -> None:
         ("unknown_type", Severity.WARNING),
     ]
     assert isinstance(events[2], Message)
-    line = message_to_line(events[2])
+    line = events[2].line
     assert line == b'((seq 2)(time_ns 0)(schema"")(flags 255)(msg(Unknown((tag 200)(payload"")))))'
     assert envelope_of_sexp(parse_one(line), SchemaRegistry()).to_bytes() == e
 
@@ -464,7 +466,7 @@ def test_raw_mode_applies_no_schema() -> None:
     events = events_of(data, registry=reg, delta_mode=DeltaMode.RAW)
     assert [type(e.body) for e in events] == [Handshake, DeltaMsg, DeltaMsg]  # type: ignore[union-attr]
     assert all(isinstance(e, Message) for e in events)
-    assert message_to_line(events[1]).startswith(
+    assert events[1].line.startswith(
         b'((seq 2)(time_ns 0)(schema vwap/v2)(msg(Delta((source_output vwap)(key"\\004AAPL")(delta_bytes"'
     )
 

@@ -17,8 +17,9 @@ from ripple_cli.codec.messages import DELTA, DeltaMsg, DeltaView, Heartbeat, rea
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.schema import FLOAT, INT, STRING, Field, OptionOf, Schema, schema_of_sexp
-from ripple_cli.codec.stream import Message, StreamDecoder
-from ripple_cli.codec.text import envelope_of_sexp, message_to_line
+from ripple_cli.codec.text import envelope_of_sexp
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sexp import parse_one
 
 # Section 7, as printed (102 bytes).
@@ -146,7 +147,7 @@ def test_decode_delta_with_schema_prints_section_5_line() -> None:
     assert body.delta == Patch(((0, 101.25), (2, (b"XNYS",))))
     assert body.sequence_no == 42
     assert body.watermark_ns == 1700000000000000000
-    assert message_to_line(msg) == DELTA_LINE
+    assert msg.line == DELTA_LINE
 
 
 def test_decode_delta_without_schema_prints_raw_line() -> None:
@@ -156,7 +157,7 @@ def test_decode_delta_without_schema_prints_raw_line() -> None:
     assert isinstance(msg, Message)
     assert isinstance(msg.body, DeltaMsg)
     assert msg.body == DeltaMsg(b"vwap", KEY_BYTES, PATCH_BYTES, 42, 1700000000000000000)
-    assert message_to_line(msg) == RAW_LINE
+    assert msg.line == RAW_LINE
 
 
 def test_encode_section_5_line_gives_the_104_bytes() -> None:
@@ -219,14 +220,14 @@ def test_heartbeat_75_bytes() -> None:
     assert isinstance(msg, Message)
     assert msg.body == Heartbeat(b"w1", 5, 0.5)
     assert msg.frame.fingerprint == b"ripple.heartbeat/v1"
-    assert message_to_line(msg) == HEARTBEAT_LINE
+    assert msg.line == HEARTBEAT_LINE
     assert envelope_of_sexp(parse_one(HEARTBEAT_LINE), SchemaRegistry()).to_bytes() == HEARTBEAT_75
 
 
 def test_both_messages_in_one_stream_at_their_offsets() -> None:
     events = decode_all(HEARTBEAT_75 + DELTA_104 + HEARTBEAT_75, vwap_registry())
     assert [e.offset for e in events] == [0, 75, 179]
-    assert [message_to_line(e) for e in events if isinstance(e, Message)] == [
+    assert [e.line for e in events if isinstance(e, Message)] == [
         HEARTBEAT_LINE,
         DELTA_LINE,
         HEARTBEAT_LINE,

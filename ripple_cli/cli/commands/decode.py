@@ -2,40 +2,38 @@
 
 from __future__ import annotations
 
-import time
-
 import click
 
 from ripple_cli.analysis.report import Report
-from ripple_cli.cli.environment import Environment
 from ripple_cli.cli.options import (
     capture_options,
     filter_option,
     format_option,
+    inputs_group,
     max_payload_option,
-    parse_stream_id,
-    protocol_choice,
     protocol_options,
     schemas_option,
     selection_options,
+    show_group,
+    view_group,
 )
-from ripple_cli.codec.fast.lane import Batch, LaneKind
-from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.stream import DeltaMode
-from ripple_cli.flow.demux import Demux
-from ripple_cli.flow.select import message_predicate, stream_predicate
-from ripple_cli.render import FORMATS, default_format, make_renderer
-from ripple_cli.render.sexp import SexpRenderer
+from ripple_cli.codec.messages import DeltaMode
+from ripple_cli.flow.inputs import Inputs
+from ripple_cli.flow.pipeline import pump
+from ripple_cli.flow.select import Show
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.render import FORMATS, View, default_format, make_renderer
+from ripple_cli.render.show import ShowSink
 from ripple_cli.sources.files import display_name
-from ripple_cli.sources.inputs import input_events
-from ripple_cli.sources.schema_files import load_registry
-
-_FLUSH_EVERY = 0.1  # seconds: a live pipe shows messages within this
+from ripple_cli.terminal.environment import Environment
 
 
 @click.command()
+@inputs_group
+@show_group
+@view_group
 @click.argument("files", nargs=-1, type=click.Path(allow_dash=True))
-@format_option(FORMATS, "Default: table on a terminal, sexp otherwise.")
+@format_option(tuple(FORMATS), "Default: table on a terminal, sexp otherwise.")
 @schemas_option
 @selection_options
 @filter_option
@@ -52,24 +50,12 @@ def decode(
     env: Environment,
     files: tuple[str, ...],
     fmt: str | None,
-    schemas: tuple[str, ...],
-    count: int | None,
-    types: tuple[str, ...],
-    outputs: tuple[str, ...],
-    keys: tuple[str, ...],
-    display_filter: str | None,
-    ports: tuple[int, ...],
-    stream_id: str | None,
-    max_flows: int,
-    protocol: str,
-    decode_as: tuple[str, ...],
-    max_inflate: int,
+    inputs: Inputs,
+    show: Show,
+    view: View,
     list_protocols: bool,
-    show_offsets: bool,
-    show_connection: bool,
     list_streams: bool,
     raw: bool,
-    max_payload: int,
 ) -> int:
     """Print the messages of Ripple streams and captures (FILE, or - for stdin).
 
@@ -87,89 +73,24 @@ def decode(
 
         print_protocol_list(env)
         return 0
-    choice = protocol_choice(protocol, decode_as, ports, max_payload, max_inflate)
-    registry = load_registry(schemas)
-    select = message_predicate(types, outputs, keys, display_filter)
-    want_stream = stream_predicate(parse_stream_id(stream_id))
-    port_set = frozenset(ports)
-    report = Report()
     if list_streams:
-        from ripple_cli.render.streams import print_stream_list
+        from ripple_cli.render.streams import list_streams as print_streams
 
-        demuxes = []
-        for path in files or ("-",):
-            demux = Demux(
-                display_name(path),
-                registry,
-                DeltaMode.RAW,
-                max_payload,
-                want=want_stream,
-                choice=choice,
-                lane=LaneKind.COUNT,
-            )
-            for ev in input_events(path, env.stdin, port_set, max_flows):
-                _count_only(report, demux.feed_batches(ev))
-            _count_only(report, demux.finish_batches())
-            demuxes.append(demux)
-        print_stream_list(env, demuxes)
-        return report.exit_code
-
-    fmt = fmt or default_format(env)
-    renderer = make_renderer(fmt, env, show_offsets, show_connection)
-    mode = DeltaMode.RAW if raw else DeltaMode.DECODE
-    # Every message in its canonical line and nothing else: the fast lane
+        return print_streams(env, files or ("-",), inputs)
+    renderer = make_renderer(fmt or default_format(env), env, view)
+    sink = ShowSink(Report(), renderer, show.select, show.count)
+    # Every message as its canonical line and nothing else: the fast lane
     # (when built) writes the lines of the boring envelopes in bulk.
-    plain = isinstance(renderer, SexpRenderer) and renderer.plain_lines and select.everything
-    sexp_lines = renderer if plain and isinstance(renderer, SexpRenderer) else None
-    lane = LaneKind.SEXP if sexp_lines is not None else None
-    shown = 0
-    last_flush = time.monotonic()
+    lane = LaneKind.SEXP if sink.takes_runs else None
+    deltas = DeltaMode.RAW if raw else DeltaMode.DECODE
     try:
         for path in files or ("-",):
             name = display_name(path)
-            rep = report.source(name)
-            demux = Demux(name, registry, mode, max_payload, want=want_stream, choice=choice, lane=lane)
-            events = input_events(path, env.stdin, port_set, max_flows)
-            # A pipe is watched live: show each message as soon as it is
+            sink.source(name)
+            # A pipe is watched live: each message shows as soon as it is
             # decoded.  A file is read as fast as it goes, output in blocks.
-            live = path == "-"
-            while True:
-                event = next(events, None)
-                outputs_ = demux.feed_batches(event) if event is not None else demux.finish_batches()
-                for origin, item in outputs_:
-                    if isinstance(item, Batch):
-                        assert sexp_lines is not None
-                        report.batch(rep, item)
-                        if count is not None and shown + item.messages >= count:
-                            sexp_lines.lines(origin, item.first_lines(count - shown))
-                            return report.exit_code
-                        sexp_lines.lines(origin, item.text)
-                        shown += item.messages
-                        continue
-                    if isinstance(item, Problem):
-                        report.problem(rep, item)
-                        renderer.problem(origin, item)
-                        continue
-                    report.message(rep, item)
-                    if count is not None and shown >= count:
-                        return report.exit_code
-                    if select(origin, item):
-                        renderer.message(origin, item)
-                        shown += 1
-                        if count is not None and shown >= count:
-                            return report.exit_code
-                now = time.monotonic()
-                if event is None or (live and outputs_) or now - last_flush >= _FLUSH_EVERY:
-                    renderer.flush()
-                    last_flush = now
-                if event is None:
-                    break
+            if not pump(inputs.events(path, env), inputs.demux(name, deltas=deltas, lane=lane), sink, path == "-"):
+                break
     finally:
         renderer.close()
-    return report.exit_code
-
-
-def _count_only(report: Report, outputs: list) -> None:  # type: ignore[type-arg]
-    for _origin, item in outputs:
-        if isinstance(item, Problem) and report.is_problem(item):
-            report.dropped["problems"] += 1
+    return sink.report.exit_code

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import click
 
-from ripple_cli.cli.environment import Environment
 from ripple_cli.cli.options import schemas_option
 from ripple_cli.codec.errors import EncodeError
-from ripple_cli.codec.schema import SexpShapeError
-from ripple_cli.codec.text import envelope_of_sexp
 from ripple_cli.errors import InvalidInput
 from ripple_cli.protocols import registry as protocols
-from ripple_cli.protocols.base import EncodeError as ProtoEncodeError
+from ripple_cli.protocols.base import DissectOptions, Encoder
 from ripple_cli.sexp.parse import SexpStream, SexpSyntaxError
 from ripple_cli.sexp.tree import Sexp
 from ripple_cli.sources.files import display_name, read_chunks
 from ripple_cli.sources.output import binary_output
 from ripple_cli.sources.schema_files import load_registry
+from ripple_cli.terminal.environment import Environment
 
 
 @click.command()
@@ -45,10 +43,9 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
     line and field, and exit status 1; no output file is left behind.
     """
     name = display_name(file)
-    registry = load_registry(schemas)
+    options = DissectOptions(registry=load_registry(schemas), renumber=renumber)
+    encoders: dict[str, Encoder] = {}  # one per protocol: Ripple's keeps the schemas of the lines before
     parser = SexpStream()
-    seq = 0
-    written = 0
     with binary_output(output, env) as out:
         chunks = read_chunks(file, env.stdin)
         while True:
@@ -58,41 +55,27 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
             except SexpSyntaxError as e:
                 raise InvalidInput(f"{name}: {e}") from None
             block = bytearray()
-            for line, sexp in items:
-                sibling = _sibling_protocol(sexp)
-                if sibling is not None:
-                    dissector = protocols.get(sibling)
-                    if dissector.contained(sexp):
-                        continue  # its bytes are inside the message before it
-                    try:
-                        block += dissector.encode(sexp)
-                    except ProtoEncodeError as e:
-                        raise InvalidInput(f"{name}: line {line}: {sibling}: {e}") from None
-                    written += 1
-                    continue
+            for line, text in items:
+                protocol = protocol_of_text(text)
+                encoder = encoders.get(protocol)
+                if encoder is None:
+                    encoder = encoders[protocol] = protocols.get(protocol).encoder(options)
                 try:
-                    spec = envelope_of_sexp(sexp, registry)
-                    if renumber:
-                        seq += 1
-                        spec = type(spec)(seq, spec.time_ns, spec.fingerprint, spec.flags, spec.body)
-                    block += spec.to_bytes()
-                except SexpShapeError as e:
-                    where = f"{e.path}: " if e.path else ""
-                    raise InvalidInput(f"{name}: line {line}: {where}{e.message}") from None
+                    data = encoder.encode(text)
                 except EncodeError as e:
                     raise InvalidInput(f"{name}: line {line}: {e}") from None
-                written += 1
+                if data is not None:  # None: its bytes are inside the message before it
+                    block += data
             out.write(block)
             if chunk is None:
-                break
-    return 0
+                return 0
 
 
-def _sibling_protocol(sexp: Sexp) -> str | None:
-    """The protocol a sibling's line names in its head atom, as
-    `(lumberjack(Window(...)))`; None for Ripple's lines."""
-    if isinstance(sexp, list) and sexp and isinstance(sexp[0], bytes):
-        name = sexp[0].decode("ascii", "replace")
-        if name != "ripple" and name in protocols.PROTOCOLS:
+def protocol_of_text(text: Sexp) -> str:
+    """The protocol a line names in its head atom, as `(lumberjack(Window(...)))`;
+    Ripple's canonical lines have none."""
+    if isinstance(text, list) and text and isinstance(text[0], bytes):
+        name = text[0].decode("ascii", "replace")
+        if name in protocols.PROTOCOLS:
             return name
-    return None
+    return "ripple"

@@ -9,8 +9,8 @@ import click
 from ripple_cli.batch.rows import COLUMN_NAMES
 from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.cli.batch_options import batch_options
-from ripple_cli.cli.environment import Environment
 from ripple_cli.errors import InputUnreadable, UsageProblem
+from ripple_cli.terminal.environment import Environment
 
 FORMATS = ("parquet", "jsonl", "csv")
 DEFAULT_PARTITION = "event_hour"
@@ -45,15 +45,7 @@ def export(
     fmt: str,
     partition_by: str | None,
     overwrite: bool,
-    inputs: tuple[str, ...],
-    schemas: tuple[str, ...],
-    master: str,
-    conf: tuple[str, ...],
-    split_size: int,
-    ports: tuple[int, ...],
-    max_flows: int,
-    max_payload: int,
-    quiet: bool,
+    batch: BatchArgs,
 ) -> int:
     """Decode INPUT... (files, directories, globs; raw streams, pcap and
     pcapng, mixed) into one row per message and per problem, written to OUT
@@ -75,7 +67,7 @@ def export(
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         raise InputUnreadable(f"{out}: directory {parent} does not exist")
-    run = BatchRun(env, BatchArgs(inputs, schemas, master, conf, split_size, ports, max_flows, max_payload, quiet))
+    run = BatchRun(env, batch)
     with run.spark() as (session, watcher):
         from ripple_cli.batch import job
 

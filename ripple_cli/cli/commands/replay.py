@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import click
 
-from ripple_cli.cli.environment import Environment
-from ripple_cli.cli.options import capture_options, format_option, max_payload_option, parse_stream_id
+from ripple_cli.cli.options import capture_options, format_option, group, inputs_group, max_payload_option
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, InvalidInput, RippleError, UsageProblem
-from ripple_cli.flow.origin import Origin
+from ripple_cli.flow.inputs import Inputs
+from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import problem_text
 from ripple_cli.replay.address import HostPort, address_text
 from ripple_cli.replay.run import ReplayOptions
@@ -17,9 +19,38 @@ from ripple_cli.replay.schedule import Mode, Pacing
 from ripple_cli.replay.source import Clock, load_recordings
 from ripple_cli.replay.stats import ReplayStats
 from ripple_cli.sources.files import display_name
+from ripple_cli.terminal.environment import Environment
+
+
+@dataclass(frozen=True)
+class Timing:
+    """--topspeed, --multiplier, --pps, --maxsleep, --clock."""
+
+    pacing: Pacing
+    clock: Clock
+
+
+@dataclass(frozen=True)
+class Sending:
+    """--loop, --limit, --renumber, --renumber-from, --handshake-timeout."""
+
+    loops: int
+    limit: int | None
+    renumber: bool
+    renumber_from: int
+    handshake_timeout: float
+
+
+def _timing(
+    topspeed: bool, multiplier: float | None, pps: float | None, maxsleep: float | None, clock: str | None
+) -> Timing:
+    return Timing(_pacing(topspeed, multiplier, pps, maxsleep, clock), Clock(clock or Clock.ENVELOPE.value))
 
 
 @click.command()
+@inputs_group
+@group("timing", _timing, "topspeed", "multiplier", "pps", "maxsleep", "clock")
+@group("sending", Sending, "loops", "limit", "renumber", "renumber_from", "handshake_timeout")
 @click.argument("source", type=click.Path(allow_dash=True))
 @click.option("--to", "to", type=HostPort(), metavar="HOST:PORT", help="Connect to the consumer here.")
 @click.option(
@@ -97,21 +128,10 @@ def replay(
     source: str,
     to: tuple[str, int] | None,
     listen: tuple[str, int] | None,
-    topspeed: bool,
-    multiplier: float | None,
-    pps: float | None,
-    clock: str | None,
-    loops: int,
-    limit: int | None,
-    maxsleep: float | None,
-    renumber: bool,
-    renumber_from: int,
-    handshake_timeout: float,
     fmt: str | None,
-    ports: tuple[int, ...],
-    stream_id: str | None,
-    max_flows: int,
-    max_payload: int,
+    inputs: Inputs,
+    timing: Timing,
+    sending: Sending,
 ) -> int:
     """Replay a Ripple stream or capture (SOURCE, or - for stdin) to a consumer.
 
@@ -136,7 +156,6 @@ def replay(
     """
     if (to is None) == (listen is None):
         raise UsageProblem("give one of --to HOST:PORT (connect) or --listen HOST:PORT (wait for a consumer)")
-    pacing = _pacing(topspeed, multiplier, pps, maxsleep, clock)
     name = display_name(source)
     source_problems = 0
 
@@ -149,20 +168,25 @@ def replay(
     recordings = load_recordings(
         source,
         env.stdin,
-        ports=frozenset(ports),
-        max_flows=max_flows,
-        stream=parse_stream_id(stream_id),
-        max_payload=max_payload,
-        clock=Clock(clock or Clock.ENVELOPE.value),
+        ports=inputs.ports,
+        max_flows=inputs.max_flows,
+        stream=inputs.stream,
+        max_payload=inputs.max_payload,
+        clock=timing.clock,
         on_problem=on_problem,
     )
     if not recordings:
+        stream_id = None if inputs.stream is None else ":".join(str(x) for x in inputs.stream if x is not None)
         where = f"stream {stream_id}" if stream_id else "the client-to-server direction of any connection"
         raise InvalidInput(f"{name}: nothing to replay: no whole Ripple envelope in {where}")
 
     peer = address_text(*(to or listen))  # type: ignore[misc]
+    pacing = timing.pacing
     stats = ReplayStats(peer, pacing.describe(), pacing.paced, skipped=source_problems)
-    opts = ReplayOptions(to, listen, pacing, loops, limit, renumber, handshake_timeout, max_payload, renumber_from)
+    s = sending
+    opts = ReplayOptions(
+        to, listen, pacing, s.loops, s.limit, s.renumber, s.handshake_timeout, inputs.max_payload, s.renumber_from
+    )
     try:
         run_replay(recordings, opts, stats, lambda text: env.problem_line(f"ripple: {text}"))
     except KeyboardInterrupt:

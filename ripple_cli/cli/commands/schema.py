@@ -7,19 +7,20 @@ import re
 
 import click
 
-from ripple_cli.cli.environment import Environment
 from ripple_cli.cli.options import max_payload_option
 from ripple_cli.codec.compat import check_backward
 from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.codec.jsonview import schema_to_json, type_text
-from ripple_cli.codec.messages import Handshake
+from ripple_cli.codec.messages import DeltaMode, Handshake
 from ripple_cli.codec.schema import Schema, sexp_of_schema, text
-from ripple_cli.codec.stream import DeltaMode, Message, StreamDecoder
 from ripple_cli.errors import EXIT_PROBLEMS, InputUnreadable, UsageProblem
+from ripple_cli.protocols.ripple.decoder import StreamDecoder
+from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.render.json import dumps
 from ripple_cli.sexp.write import to_string, to_string_hum
 from ripple_cli.sources.files import display_name, read_all, read_chunks
 from ripple_cli.sources.schema_files import MAX_SCHEMA_FILE, load_schema_file, parse_schema_text
+from ripple_cli.terminal.environment import Environment
 
 
 @click.group()

@@ -8,10 +8,16 @@ import click
 from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.batch.stats import BY_CHOICES, NS, StatsOptions
 from ripple_cli.cli.batch_options import batch_options
-from ripple_cli.cli.environment import Environment
+from ripple_cli.cli.options import group
+from ripple_cli.terminal.environment import Environment
+
+
+def _stats_options(by: str, top: int, silence: float) -> StatsOptions:
+    return StatsOptions(by=by, top=top, silence_ns=round(silence * NS))
 
 
 @click.command()
+@group("figures", _stats_options, "by", "top", "silence")
 @click.option(
     "--by",
     type=click.Choice(BY_CHOICES),
@@ -43,23 +49,7 @@ from ripple_cli.cli.environment import Environment
 )
 @batch_options
 @click.pass_obj
-def stats(
-    env: Environment,
-    by: str,
-    fmt: str,
-    plot_dir: str | None,
-    top: int,
-    silence: float,
-    inputs: tuple[str, ...],
-    schemas: tuple[str, ...],
-    master: str,
-    conf: tuple[str, ...],
-    split_size: int,
-    ports: tuple[int, ...],
-    max_flows: int,
-    max_payload: int,
-    quiet: bool,
-) -> int:
+def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOptions, batch: BatchArgs) -> int:
     """Figures about INPUT... (files, directories, globs; raw streams, pcap
     and pcapng, mixed), computed on Spark (embedded local Spark by default):
     messages and bytes by type, rates, problems by kind, Delta sequence gaps
@@ -69,8 +59,7 @@ def stats(
     Exit status 0 once the figures are printed: problems found in the input
     are among them.
     """
-    opts = StatsOptions(by=by, top=top, silence_ns=round(silence * NS))
-    run = BatchRun(env, BatchArgs(inputs, schemas, master, conf, split_size, ports, max_flows, max_payload, quiet))
+    run = BatchRun(env, batch)
     if plot_dir is not None:
         from ripple_cli.batch.plots import require_matplotlib
 
@@ -80,7 +69,7 @@ def stats(
 
         plan = run.plan(session, watcher)
         frame, _counters = run.frame(session, plan)
-        report, timelines = job.run_stats(session.spark, frame, opts, plots=plot_dir is not None)
+        report, timelines = job.run_stats(session.spark, frame, figures, plots=plot_dir is not None)
     if fmt == "json":
         from ripple_cli.render.json import dumps
 

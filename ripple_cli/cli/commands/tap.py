@@ -10,34 +10,32 @@ import click
 
 from ripple_cli.analysis.report import Report
 from ripple_cli.capture.pcapng_writer import ROTATE_HELP, parse_rotation
-from ripple_cli.cli.environment import Environment
 from ripple_cli.cli.options import (
     ByteSize,
     capture_options,
     filter_option,
     format_option,
+    inputs_group,
     max_payload_option,
-    parse_stream_id,
-    protocol_choice,
     protocol_options,
     schemas_option,
     selection_options,
+    show_group,
+    view_group,
 )
-from ripple_cli.codec.fast.lane import LaneKind
-from ripple_cli.codec.stream import DeltaMode
 from ripple_cli.errors import UsageProblem
-from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.protocol_choice import RIPPLE
-from ripple_cli.flow.select import message_predicate, stream_predicate
-from ripple_cli.render import FORMATS, default_format, make_renderer
+from ripple_cli.flow.select import Show
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.render import FORMATS, View, default_format, make_renderer
 from ripple_cli.render.base import Renderer
-from ripple_cli.render.sexp import SexpRenderer
-from ripple_cli.sources.schema_files import load_registry
 from ripple_cli.tap.proxy import HostPort, ProxySource, parse_hostport
 from ripple_cli.tap.record import Recorder
 from ripple_cli.tap.session import NICE, Session, Source
 from ripple_cli.tap.sniff import SniffSource
 from ripple_cli.tap.stats import TapStats
+from ripple_cli.terminal.environment import Environment
 
 
 class HostPortType(click.ParamType):  # type: ignore[type-arg]
@@ -53,11 +51,14 @@ class HostPortType(click.ParamType):  # type: ignore[type-arg]
 
 
 @click.command()
+@inputs_group
+@show_group
+@view_group
 @click.option("--listen", type=HostPortType(), metavar="HOST:PORT", help="Proxy: accept connections here (:PORT: all).")
 @click.option("--upstream", type=HostPortType(), metavar="HOST:PORT", help="Proxy: forward each connection here.")
 @click.option("-i", "--interface", metavar="IFACE", help="Sniff this interface with tcpdump instead (root needed).")
 @click.option("-f", "--bpf", metavar="FILTER", help="Sniffing: a BPF filter for tcpdump, e.g. 'host 10.0.0.2'.")
-@format_option(FORMATS, "Default: a live table on a terminal, sexp otherwise.")
+@format_option(tuple(FORMATS), "Default: a live table on a terminal, sexp otherwise.")
 @schemas_option
 @selection_options
 @filter_option
@@ -105,20 +106,9 @@ def tap(
     interface: str | None,
     bpf: str | None,
     fmt: str | None,
-    schemas: tuple[str, ...],
-    count: int | None,
-    types: tuple[str, ...],
-    outputs: tuple[str, ...],
-    keys: tuple[str, ...],
-    display_filter: str | None,
-    ports: tuple[int, ...],
-    stream_id: str | None,
-    max_flows: int,
-    protocol: str,
-    decode_as: tuple[str, ...],
-    max_inflate: int,
-    show_connection: bool,
-    max_payload: int,
+    inputs: Inputs,
+    show: Show,
+    view: View,
     max_connections: int,
     write_path: str | None,
     rotate: tuple[str, ...],
@@ -138,46 +128,51 @@ def tap(
     connection's counters.  Ctrl-C stops (exit status 130) with a summary,
     including how many messages were not shown and bytes not decoded.
     """
-    source = _source(listen, upstream, interface, bpf, ports, max_flows, max_connections, buffer)
+    source = _source(listen, upstream, interface, bpf, inputs, max_connections, buffer)
     try:
         rotation = parse_rotation(rotate)
     except ValueError as e:
         raise UsageProblem(f"--rotate: {e}") from None
     if rotate and write_path is None:
         raise UsageProblem("--rotate needs -w FILE")
-    registry = load_registry(schemas)
-    select = message_predicate(types, outputs, keys, display_filter)
-    want = stream_predicate(parse_stream_id(stream_id))
     fmt = fmt or default_format(env)
     recorder = Recorder(write_path, rotation, source.synthesize, interface) if write_path else None
     stats = TapStats()
     live = fmt == "table" and env.stdout_isatty
     printer: Renderer
     if live:
-        from ripple_cli.render.live import LiveView
+        from ripple_cli.tap.live import LiveView
 
-        printer = view = LiveView(env, stats)
+        printer = live_view = LiveView(env, stats)
     else:
-        printer = make_renderer(fmt, env, False, show_connection)
+        printer = make_renderer(fmt, env, View(connection=view.connection))
     # Sniffing sees every connection: as decode does with a capture, those
     # that show no known protocol are left alone, unless --port says which
     # to decode.  A proxy's connections are all meant to be decoded: as
     # --protocol says, else as what their first bytes show, else as Ripple.
-    choice = protocol_choice(protocol, decode_as, ports, max_payload, max_inflate)
-    if not isinstance(source, SniffSource):
-        choice = replace(choice, undetected=RIPPLE if choice.auto else choice.protocol)
     # Plain sexp lines of everything: the fast lane (when built) decodes and
     # writes the boring envelopes in C, as `decode` does.
-    plain = isinstance(printer, SexpRenderer) and printer.plain_lines and select.everything
-    lane = LaneKind.SEXP if plain else None
-    demux = Demux(source.name, registry, DeltaMode.DECODE, max_payload, want=want, choice=choice, lane=lane)
+    lane = LaneKind.SEXP if printer.takes_runs and show.select.everything else None
+    choice = inputs.choice(registry=inputs.registry, lane=lane)
+    if not isinstance(source, SniffSource):
+        choice = replace(choice, undetected=RIPPLE if choice.auto else choice.protocol)
+    demux = inputs.demux(source.name, choice)
     session = Session(
-        source, demux, select, printer, stats, Report(), count=count, buffer=buffer, recorder=recorder, nice=nice
+        source,
+        demux,
+        show.select,
+        printer,
+        stats,
+        Report(),
+        count=show.count,
+        buffer=buffer,
+        recorder=recorder,
+        nice=nice,
     )
 
     def started(title: str) -> None:
         if live:
-            view.title = title
+            live_view.title = title
         _stderr(env, f"ripple: tap: {title}")
 
     try:
@@ -196,18 +191,17 @@ def _source(
     upstream: HostPort | None,
     interface: str | None,
     bpf: str | None,
-    ports: tuple[int, ...],
-    max_flows: int,
+    inputs: Inputs,
     max_connections: int,
     buffer: int,
 ) -> Source:
     if interface is not None:
         if listen is not None or upstream is not None:
             raise UsageProblem("-i sniffs; --listen and --upstream proxy: choose one")
-        return SniffSource(interface, bpf, frozenset(ports), max_flows)
+        return SniffSource(interface, bpf, inputs.ports, inputs.max_flows)
     if listen is None or upstream is None:
         raise UsageProblem("give --listen HOST:PORT and --upstream HOST:PORT (proxy), or -i IFACE (sniff)")
-    if bpf is not None or ports:
+    if bpf is not None or inputs.ports:
         raise UsageProblem("-f and --port apply to sniffing (-i); a proxy sees only its own connections")
     if upstream.host is None:
         raise UsageProblem("--upstream needs a host: HOST:PORT")

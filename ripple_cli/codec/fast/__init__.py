@@ -6,8 +6,8 @@ to this file by `pip install`) only takes over the boring envelopes: whole
 and valid, a known payload type that decodes exactly, no warning, no
 Handshake, no first Delta of an output.  It stops at anything else and the
 Python code takes that envelope, so every problem it does not produce
-itself is still worded by the same Python code.  See lane.py for how the
-two are interleaved, program.py for schemas compiled for C.
+itself is still worded by the same Python code.  See protocols/ripple/lane.py for how
+the two are interleaved, program.py for schemas compiled for C.
 
 `RIPPLE_PURE=1` in the environment turns the fast lane off (the tests run
 the CLI both ways); a machine where the extension could not be built runs

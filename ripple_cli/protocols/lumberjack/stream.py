@@ -40,9 +40,9 @@ from ripple_cli.protocols.lumberjack.wire import (
     Compressed,
     Data,
     DataScan,
-    Frame,
     Invalid,
     Json,
+    LumberjackFrame,
     Need,
     Window,
     is_writer,
@@ -153,7 +153,7 @@ class LumberjackStream(BufferedStream):
 
     # ------------------------------------------------------------ messages
 
-    def _emit(self, frame: Frame, offset: int, size: int, out: list[Item]) -> None:
+    def _emit(self, frame: LumberjackFrame, offset: int, size: int, out: list[Item]) -> None:
         if not self._learnt:
             self._learnt = True
             self._types = WRITER_TYPES if is_writer(frame) else frozenset((ACK,))
@@ -168,7 +168,9 @@ class LumberjackStream(BufferedStream):
         else:
             self._simple(frame, offset, size, None, out, mark)
 
-    def _message(self, frame: Frame, offset: int, size: int, inside: int | None, extra: dict[str, Any]) -> ProtoMessage:
+    def _message(
+        self, frame: LumberjackFrame, offset: int, size: int, inside: int | None, extra: dict[str, Any]
+    ) -> ProtoMessage:
         fields = fields_of(frame, inside, extra)
         return ProtoMessage(
             PROTOCOL,
@@ -182,7 +184,7 @@ class LumberjackStream(BufferedStream):
         )
 
     def _simple(
-        self, frame: Frame, offset: int, size: int, inside: int | None, out: list[Item], mark: dict[str, Any]
+        self, frame: LumberjackFrame, offset: int, size: int, inside: int | None, out: list[Item], mark: dict[str, Any]
     ) -> None:
         extra: dict[str, Any] = {}
         problem: Problem | None = None

@@ -20,7 +20,7 @@ holding it; its text encodes to that inner frame's own bytes.
 from __future__ import annotations
 
 from ripple_cli.protocols.base import EncodeError
-from ripple_cli.protocols.lumberjack.wire import U32_MAX, Ack, Compressed, Data, Frame, Json, Window
+from ripple_cli.protocols.lumberjack.wire import U32_MAX, Ack, Compressed, Data, Json, LumberjackFrame, Window
 from ripple_cli.sexp.tree import Sexp, parse_int
 from ripple_cli.sexp.write import to_string
 
@@ -41,7 +41,7 @@ def _int(n: int) -> bytes:
     return b"%d" % n
 
 
-def frame_sexp(frame: Frame, in_compressed: int | None = None) -> Sexp:
+def frame_sexp(frame: LumberjackFrame, in_compressed: int | None = None) -> Sexp:
     fields: list[Sexp] = [[b"version", _int(frame.version)]]
     if isinstance(frame, Window):
         fields.append([b"count", _int(frame.count)])
@@ -60,7 +60,7 @@ def frame_sexp(frame: Frame, in_compressed: int | None = None) -> Sexp:
     return [PROTOCOL, [NAMES[type(frame)].encode(), fields]]
 
 
-def frame_of_sexp(text: Sexp) -> tuple[Frame, int | None]:
+def frame_of_sexp(text: Sexp) -> tuple[LumberjackFrame, int | None]:
     """The frame a text describes, and its `in_compressed` offset if any.
     Raises EncodeError naming what is wrong."""
     if not (isinstance(text, list) and len(text) == 2 and text[0] == PROTOCOL):
@@ -75,7 +75,7 @@ def frame_of_sexp(text: Sexp) -> tuple[Frame, int | None]:
     version = _number(name, record, "version")
     if version not in (1, 2):
         raise EncodeError(f"{name}: version {version} (expected 1 or 2)")
-    frame: Frame
+    frame: LumberjackFrame
     if name == "Window":
         frame = Window(version, _number(name, record, "count"))
     elif name == "Ack":

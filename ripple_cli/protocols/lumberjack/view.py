@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from ripple_cli.protocols.base import json_bytes
-from ripple_cli.protocols.lumberjack.wire import Ack, Compressed, Data, Frame, Json, Window
+from ripple_cli.protocols.lumberjack.wire import Ack, Compressed, Data, Json, LumberjackFrame, Window
 
 SUMMARY_WIDTH = 100
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -66,7 +66,7 @@ def data_event(frame: Data) -> dict[str, Any]:
     return {k.decode("utf-8", "backslashreplace"): json_bytes(v) for k, v in frame.pairs}
 
 
-def fields_of(frame: Frame, in_compressed: int | None, extra: dict[str, Any]) -> dict[str, Any]:
+def fields_of(frame: LumberjackFrame, in_compressed: int | None, extra: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"version": frame.version}
     if isinstance(frame, Window):
         out["count"] = frame.count
@@ -84,7 +84,7 @@ def fields_of(frame: Frame, in_compressed: int | None, extra: dict[str, Any]) ->
     return out
 
 
-def summary_of(frame: Frame, fields: dict[str, Any]) -> str:
+def summary_of(frame: LumberjackFrame, fields: dict[str, Any]) -> str:
     if isinstance(frame, Window):
         prev = fields.get("previous_count")
         text = f"window {frame.count}" + (f" (was {prev})" if prev is not None and prev != frame.count else "")

@@ -69,18 +69,18 @@ class Compressed:
     payload: bytes
 
 
-Frame = Window | Ack | Data | Json | Compressed
+LumberjackFrame = Window | Ack | Data | Json | Compressed
 
 
-def letter(frame: Frame) -> str:
+def letter(frame: LumberjackFrame) -> str:
     return {Window: "W", Ack: "A", Data: "D", Json: "J", Compressed: "C"}[type(frame)]
 
 
-def is_writer(frame: Frame) -> bool:
+def is_writer(frame: LumberjackFrame) -> bool:
     return not isinstance(frame, Ack)
 
 
-def encode_frame(frame: Frame) -> bytes:
+def encode_frame(frame: LumberjackFrame) -> bytes:
     v = VERSION_BYTE[frame.version]
     if isinstance(frame, Window):
         return bytes((v, WINDOW)) + U32.pack(frame.count)
@@ -125,7 +125,7 @@ class DataScan:
     pairs: list[tuple[bytes, bytes]] = field(default_factory=list)
 
 
-Read = tuple[Frame, int] | Need | Invalid
+Read = tuple[LumberjackFrame, int] | Need | Invalid
 
 
 def read_frame(buf: bytes | bytearray, p: int, n: int, max_payload: int, scan: DataScan | None = None) -> Read:

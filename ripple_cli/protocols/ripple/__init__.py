@@ -1,8 +1,17 @@
-"""Ripple's entry among the protocols: detection and the listing.
+"""Ripple: the workers' envelopes (magic, seq, event time, schema
+fingerprint, length, CRC-32C) around bin_prot payloads.
 
-Decoding a Ripple stream takes the codec's own path (`codec/stream.py`
-through `flow/demux.py`, with the fast lane); this entry lets the
-protocol selection treat Ripple like the others.
+The dissector of the protocol ripple is named for.  Its parts:
+
+- stream.py: one direction, wrapping the decoder (decoder.py) and owning
+  the fast lane (lane.py, over the codec's C module);
+- rules.py: the stream rules `verify` checks (seq order, Delta
+  sequence_no per worker and output, schemas before Deltas), per direction;
+- message.py: a decoded envelope as the message contract;
+- fields.py: what `-Y` reads; encoder.py: text back to envelopes.
+
+The bytes themselves (envelope, bin_prot, schemas, values, canonical text)
+are the codec's (ripple_cli/codec/).
 """
 
 from __future__ import annotations
@@ -13,9 +22,11 @@ from ripple_cli.protocols.base import (
     Detection,
     DissectOptions,
     Dissector,
-    EncodeError,
+    Encoder,
+    Getter,
     StreamDissector,
 )
+from ripple_cli.protocols.item import Tracker
 from ripple_cli.sexp.tree import Sexp
 
 DETECT_LIMIT = 1 << 20  # bytes a direction may show before it is judged not Ripple
@@ -37,6 +48,13 @@ class RippleDissector(Dissector):
     ports = ()
     priority = 50  # a whole envelope with a valid CRC is as sure as detection gets
 
+    def __init__(self) -> None:
+        from ripple_cli.protocols.ripple import fields, message
+
+        self.filter_fields = fields.FILTER_FIELDS
+        self.type_styles = message.TYPE_STYLES
+        self._getter = fields.getter
+
     def detect(self, head: bytes) -> Detection:
         # A capture may start mid-stream: any whole envelope with a valid
         # CRC in the first MiB decides it.
@@ -45,9 +63,26 @@ class RippleDissector(Dissector):
         return Detection.NO if len(head) > max(DETECT_LIMIT, _wanted(head)) else Detection.MORE
 
     def stream(self, options: DissectOptions, from_client: bool | None) -> StreamDissector:
-        raise NotImplementedError("Ripple streams are decoded by codec.stream.StreamDecoder")
+        from ripple_cli.protocols.ripple.stream import RippleStream
+
+        return RippleStream(options)
+
+    def getter(self, name: str) -> Getter:
+        return self._getter(name)
+
+    def encoder(self, options: DissectOptions) -> Encoder:
+        from ripple_cli.protocols.ripple.encoder import RippleEncoder
+
+        return RippleEncoder(self, options)
+
+    def tracker(self) -> Tracker:
+        from ripple_cli.protocols.ripple.rules import RippleTracker
+
+        return RippleTracker()
 
     def encode(self, text: Sexp) -> bytes:
-        # Ripple text needs the schema registry (Deltas): cli/commands/encode.py
-        # encodes it with codec.text.envelope_of_sexp.
-        raise EncodeError("Ripple messages are encoded through codec.text")
+        """One message with no schema but its own: a Delta needs the
+        registry an `encoder` keeps."""
+        data = self.encoder(DissectOptions()).encode(text)
+        assert data is not None
+        return data

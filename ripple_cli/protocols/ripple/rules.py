@@ -1,14 +1,21 @@
-"""The stream rules `verify` checks beyond each envelope on its own
-(reference section 2): envelope sequence numbers, Delta `sequence_no` per
-(worker, output), schemas known before Deltas, refused negotiations."""
+"""Ripple's stream rules, what `verify` checks beyond each envelope on its
+own (reference section 2): envelope sequence numbers, Delta `sequence_no`
+per (worker, output), schemas known before Deltas, refused negotiations.
+
+They hold per direction (a worker's stream), so the stream dissector
+checks them as it decodes: the fast lane checks the same rules in C and
+reads and updates this checker's state between its runs."""
 
 from __future__ import annotations
 
-from ripple_cli.codec.messages import DELTA, DeltaMsg, DeltaView, Handshake, SchemaNegotiation
+from typing import Any
+
+from ripple_cli.codec.messages import DELTA, DeltaMsg, DeltaView, Handshake, Heartbeat, SchemaNegotiation
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.schema import text
-from ripple_cli.codec.stream import Message
+from ripple_cli.protocols.item import Progress
+from ripple_cli.protocols.ripple.message import Message
 
 UNKNOWN_WORKER = b"?"
 
@@ -80,7 +87,7 @@ class SequenceChecker:
 
 
 # The problems the rules raise, also made from the fast lane's records
-# (codec/fast/lane.py): one wording for both.
+# (lane.py): one wording for both.
 
 
 def seq_order_problem(offset: int, seq: int, last: int) -> Problem:
@@ -114,3 +121,33 @@ def gap_problem(offset: int, seq: int, key: tuple[bytes, bytes], last: int, n: i
         seq=seq,
         extra={"worker": text(worker), "output": text(output), "missing": missing},
     )
+
+
+class RippleTracker:
+    """A stream's progress for the tap's live view: the last seq and Delta,
+    the watermark, heartbeats, and what the rules say of the numbering.
+    Only delta_gap, delta_duplicate and seq_order are read from the checker:
+    those need no schema, so an empty registry does."""
+
+    def __init__(self) -> None:
+        self.checker = SequenceChecker(SchemaRegistry())
+
+    def observe(self, msg: Any) -> Progress:
+        assert isinstance(msg, Message)
+        body = msg.body
+        position = watermark = load = None
+        if isinstance(body, DeltaMsg | DeltaView):
+            position = (text(body.source_output), body.sequence_no)
+            watermark = body.watermark_ns
+        elif isinstance(body, Heartbeat):
+            load = body.load
+        missing, duplicate, out_of_order = 0, False, False
+        for p in self.checker.observe(msg):
+            if p.kind == "delta_gap":
+                n = p.extra.get("missing", 1)
+                missing += n if isinstance(n, int) else 1
+            elif p.kind == "delta_duplicate":
+                duplicate = True
+            elif p.kind == "seq_order":
+                out_of_order = True
+        return Progress(msg.frame.seq, position, watermark, load, missing, duplicate, out_of_order)

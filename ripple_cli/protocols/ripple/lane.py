@@ -1,10 +1,10 @@
-"""The fast lane of a stream: boring envelopes in C, the rest in Python.
+"""Ripple's fast lane: boring envelopes in C (codec/fast), the rest in Python.
 
 A `Lane` belongs to one stream's `StreamDecoder` (and its `SequenceChecker`
 when stream rules are checked).  `StreamDecoder.steps` alternates:
 
     lane.run()          the C scanner consumes the boring envelopes at the
-                        head of the FrameDecoder's buffer -> one `Batch`
+                        head of the FrameDecoder's buffer -> one `LaneRun`
     frames.step()       the Python decoder takes exactly one item (the
                         envelope the scanner stopped at, or a damaged region)
                         -> events, which the caller handles at once
@@ -13,7 +13,7 @@ so the state both sides read (the checker's last seq and last applied
 sequence_no, the registry a Handshake fills) is always up to date, and the
 output is in stream order.
 
-A Batch stands for consecutive whole envelopes: how many and of which
+A LaneRun (a `Run` of protocols/item.py) stands for consecutive whole envelopes: how many and of which
 types, their canonical lines when the lane renders (decode), and the
 stream-rule problems among them as compact records (verify), turned into
 `Problem`s by the same functions the checker uses, and only as many as are
@@ -25,12 +25,16 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
 from itertools import islice
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ripple_cli.analysis.sequence import (
+from ripple_cli.codec.fast.layout import REC_BEFORE_SCHEMA, REC_DUPLICATE, REC_SEQ_ORDER, REC_WORDS, RECORD_TYPECODE
+from ripple_cli.codec.fast.program import compile_program
+from ripple_cli.codec.messages import TYPE_NAMES, DeltaMode
+from ripple_cli.codec.problems import Problem
+from ripple_cli.protocols.item import Run
+from ripple_cli.protocols.ripple.rules import (
     UNKNOWN_WORKER,
     SequenceChecker,
     before_schema_problem,
@@ -38,26 +42,17 @@ from ripple_cli.analysis.sequence import (
     gap_problem,
     seq_order_problem,
 )
-from ripple_cli.codec.fast.program import compile_program
-from ripple_cli.codec.problems import Problem
 
 if TYPE_CHECKING:
     from ripple_cli.codec.delta import CompiledSchema
     from ripple_cli.codec.fast._speedups import Program
-    from ripple_cli.codec.stream import StreamDecoder
-
-REC_WORDS = 6
+    from ripple_cli.protocols.ripple.decoder import StreamDecoder
 
 
-class LaneKind(Enum):
-    COUNT = "count"  # count and check (verify, list-streams)
-    SEXP = "sexp"  # also write each message's canonical line (decode --format sexp)
-
-
-# Not frozen: a capture makes a Batch per packet, and a frozen dataclass's
+# Not frozen: a capture makes a LaneRun per packet, and a frozen dataclass's
 # __init__ (object.__setattr__ per field) took four times as long.
 @dataclass(slots=True)
-class Batch:
+class LaneRun(Run):
     """Consecutive whole envelopes the fast lane handled (not to be changed)."""
 
     offset: int  # stream offset of the first
@@ -66,23 +61,28 @@ class Batch:
     size: int  # bytes of the envelopes
     by_tag: tuple[int, ...]  # messages of each type tag 0..5
     text: bytes  # their canonical lines, one per message (LaneKind.SEXP), else b""
-    records: array[int]  # stream-rule problems, REC_WORDS each (see _speedups.c)
+    records: array[int]  # stream-rule problems, REC_WORDS each (codec/fast/layout.py)
     names: list[Any]  # fingerprints and (worker, output) keys the records point to
 
     @property
     def problem_count(self) -> int:
         return len(self.records) // REC_WORDS
 
+    def counts(self) -> Iterator[tuple[str, int]]:
+        for tag, n in enumerate(self.by_tag):
+            if n:
+                yield TYPE_NAMES[tag], n
+
     def problems(self, limit: int | None = None) -> Iterator[Problem]:
         """The records as the Problems SequenceChecker.observe makes, in order."""
         recs, names = self.records, self.names
         for i in islice(range(0, len(recs), REC_WORDS), limit):
             kind, offset, seq, a, b, c = recs[i : i + REC_WORDS]
-            if kind == _REC_SEQ_ORDER:
+            if kind == REC_SEQ_ORDER:
                 yield seq_order_problem(offset, seq, a)
-            elif kind == _REC_BEFORE_SCHEMA:
+            elif kind == REC_BEFORE_SCHEMA:
                 yield before_schema_problem(offset, seq, names[a])
-            elif kind == _REC_DUPLICATE:
+            elif kind == REC_DUPLICATE:
                 yield duplicate_problem(offset, seq, names[a], c, b)
             else:
                 yield gap_problem(offset, seq, names[a], c, b)
@@ -96,9 +96,6 @@ class Batch:
         return self.text[: end + 1]
 
 
-# The record kinds of _speedups.c (checked against the module in Lane).
-_REC_SEQ_ORDER, _REC_BEFORE_SCHEMA, _REC_DUPLICATE, _REC_GAP = 1, 2, 3, 4
-
 # After a call that consumed nothing, the lane sits out this many Python
 # steps (doubling up to the cap): a stream where every envelope needs
 # Python (all flagged, all Handshakes) pays little for the lane.
@@ -107,18 +104,15 @@ _BACKOFF_CAP = 64
 
 class Lane:
     def __init__(
-        self, accel: ModuleType, decoder: StreamDecoder, checker: SequenceChecker | None, kind: LaneKind
+        self, accel: ModuleType, decoder: StreamDecoder, checker: SequenceChecker | None, render: bool
     ) -> None:
-        from ripple_cli.codec.stream import DeltaMode
-
-        assert (accel.REC_SEQ_ORDER, accel.REC_BEFORE_SCHEMA, accel.REC_DUPLICATE, accel.REC_GAP) == (1, 2, 3, 4)
         self.frames = decoder.frames
         self.registry = decoder.messages.registry
         self.checker = checker
         self.raw = decoder.messages.delta_mode is DeltaMode.RAW
         self._scanner = accel.Scanner(
             max_payload=self.frames.max_payload,
-            render=kind is LaneKind.SEXP,
+            render=render,
             raw=self.raw,
             rules=checker is not None,
             resolve=self._resolve,
@@ -143,7 +137,7 @@ class Lane:
             self._programs[compiled] = compile_program(compiled.schema)
         return True, self._programs[compiled]
 
-    def run(self) -> Batch | None:
+    def run(self) -> LaneRun | None:
         """Consume the boring envelopes at the head of the buffer."""
         if self._skip:
             self._skip -= 1
@@ -173,7 +167,7 @@ class Lane:
         self.frames.advance(end)
         if checker is not None:
             checker.last_seq = last_seq
-        records: array[int] = array("q")
+        records: array[int] = array(RECORD_TYPECODE)
         if recs:
             records.frombytes(recs)
-        return Batch(base + pos, base + end, messages, nbytes, by_tag, text or b"", records, names)
+        return LaneRun(base + pos, base + end, messages, nbytes, by_tag, text or b"", records, names)

@@ -1,15 +1,14 @@
-"""The streaming decoder: bytes in any chunking -> messages and problems.
+"""Ripple's streaming decoder: bytes in any chunking -> messages and problems.
 
-`StreamDecoder` = `FrameDecoder` (envelopes, CRCs, resynchronization) +
-`MessageDecoder` (payloads, schemas from Handshakes).  Both are pure: the
-caller feeds bytes and gets values back.
+`StreamDecoder` = the codec's `FrameDecoder` (envelopes, CRCs,
+resynchronization) + `MessageDecoder` (payloads, schemas from Handshakes).
+Both are pure: the caller feeds bytes and gets values back.  The stream
+dissector (stream.py) drives it, with the fast lane when there is one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING
 
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, Frame
@@ -18,8 +17,8 @@ from ripple_cli.codec.framing import FrameDecoder
 from ripple_cli.codec.messages import (
     DELTA,
     HANDSHAKE,
-    TYPE_NAMES,
     Body,
+    DeltaMode,
     DeltaView,
     Handshake,
     UnknownPayload,
@@ -28,35 +27,12 @@ from ripple_cli.codec.messages import (
 )
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
+from ripple_cli.protocols.ripple.message import Message
 
 if TYPE_CHECKING:
-    from ripple_cli.codec.fast.lane import Batch, Lane
+    from ripple_cli.protocols.ripple.lane import Lane, LaneRun
 
-
-class DeltaMode(Enum):
-    DECODE = "decode"  # key and delta decoded into values (DeltaView)
-    VALIDATE = "validate"  # checked against the schema, kept raw (DeltaMsg)
-    RAW = "raw"  # no schema applied at all
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    frame: Frame
-    body: Body
-
-    @property
-    def offset(self) -> int:
-        return self.frame.offset
-
-    @property
-    def size(self) -> int:
-        return self.frame.size
-
-    @property
-    def type(self) -> str:
-        """The type's name, as the text form and `--type` spell it."""
-        return TYPE_NAMES.get(self.frame.tag, f"Unknown({self.frame.tag})")
-
+__all__ = ["DeltaMode", "Event", "Message", "MessageDecoder", "StreamDecoder"]
 
 Event = Message | Problem
 
@@ -149,27 +125,27 @@ class StreamDecoder:
         return self._decode(self.frames.gap(size))
 
     # The same, step by step: event lists of one item each (an envelope or
-    # a damaged region) and, with a fast lane (codec/fast/lane.py), Batches
+    # a damaged region) and, with a fast lane (lane.py), LaneRuns
     # of the envelopes the lane consumed, in stream order.  The caller must
     # handle each step before asking for the next: what it does with an
     # event may change what the next one means (the stream rules look the
     # Delta's schema up in the registry a later Handshake fills), and the
     # lane reads that state too.
 
-    def feed_steps(self, data: bytes | bytearray | memoryview, lane: Lane | None) -> Iterator[Batch | list[Event]]:
+    def feed_steps(self, data: bytes | bytearray | memoryview, lane: Lane | None) -> Iterator[LaneRun | list[Event]]:
         self.frames.append(data)
         yield from self._steps(lane, final=False)
         self.frames.compact()
 
-    def finish_steps(self, lane: Lane | None) -> Iterator[Batch | list[Event]]:
+    def finish_steps(self, lane: Lane | None) -> Iterator[LaneRun | list[Event]]:
         yield from self._steps(lane, final=True)
         self.frames.drop_all()
 
-    def gap_steps(self, size: int, lane: Lane | None) -> Iterator[Batch | list[Event]]:
+    def gap_steps(self, size: int, lane: Lane | None) -> Iterator[LaneRun | list[Event]]:
         yield from self._steps(lane, final=False)
         self.frames.hole(size)
 
-    def _steps(self, lane: Lane | None, final: bool) -> Iterator[Batch | list[Event]]:
+    def _steps(self, lane: Lane | None, final: bool) -> Iterator[LaneRun | list[Event]]:
         while True:
             if lane is not None:
                 batch = lane.run()

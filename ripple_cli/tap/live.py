@@ -26,15 +26,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ripple_cli.capture.events import StreamId
-from ripple_cli.cli.environment import Environment
-from ripple_cli.codec.jsonview import type_name
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.flow.items import Decoded
-from ripple_cli.flow.origin import Origin
-from ripple_cli.protocols.base import ProtoMessage
-from ripple_cli.render.summary import key_text, output_text, summary
-from ripple_cli.render.table import make_console, proto_style, time_of_day
+from ripple_cli.protocols.item import Decoded, Run
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.render.table import make_console, time_of_day
 from ripple_cli.tap.stats import StreamStats, TapStats, Totals
+from ripple_cli.terminal.environment import Environment
 
 REFRESH = 0.25  # seconds between redraws
 LATEST = 10  # latest messages shown under the counters
@@ -48,7 +45,6 @@ _SHORT_TYPE = {
     "Heartbeat": "HB",
     "Schema_negotiation": "Neg",
 }
-_TYPE_STYLE = {"Delta": "cyan", "Handshake": "bold green", "Heartbeat": "dim", "Schema_negotiation": "green"}
 
 
 def human_bytes(n: float) -> str:
@@ -81,6 +77,8 @@ def by_type_text(counts: dict[str, int]) -> str:
 
 
 class LiveView:
+    takes_runs = False
+
     def __init__(self, env: Environment, stats: TapStats, title: str = "", latest: int = LATEST) -> None:
         self.env = env
         self.stats = stats
@@ -95,32 +93,26 @@ class LiveView:
     # -- the renderer interface -------------------------------------------------
 
     def message(self, origin: Origin, msg: Decoded) -> None:
-        if isinstance(msg, ProtoMessage):
-            self._latest.append(
-                (
-                    Text(_conn(origin.stream)),
-                    Text(""),
-                    Text("" if origin.time_ns is None else time_of_day(origin.time_ns)),
-                    Text(msg.type, style=proto_style(msg)),
-                    Text(msg.protocol),
-                    Text(""),
-                    Text(msg.summary),
-                )
-            )
-            return
-        f = msg.frame
-        name = type_name(f.tag)
+        c = msg.cells()
+        if c.seq is None:  # no envelope: the capture time, the protocol where the output goes
+            when = origin.time_ns
+            seq, output, key = "", msg.protocol, ""
+        else:
+            when, seq, output, key = c.time_ns, str(c.seq), c.output, c.key
         self._latest.append(
             (
                 Text(_conn(origin.stream)),
-                Text(str(f.seq)),
-                Text(time_of_day(f.time_ns)),
-                Text(name, style=_TYPE_STYLE.get(name, "magenta")),
-                Text(output_text(msg.body)),
-                Text(key_text(msg.body)),
-                Text(summary(msg.body)),
+                Text(seq),
+                Text("" if when is None else time_of_day(when)),
+                Text(msg.type, style=c.style),
+                Text(output),
+                Text(key),
+                Text(c.summary),
             )
         )
+
+    def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
+        raise TypeError("the live view shows messages one by one: no fast lane runs")
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         style = "yellow" if problem.severity is Severity.WARNING else "bold red"
@@ -253,7 +245,7 @@ class LiveView:
         src, dst = (s.client, s.server) if s.from_client else (s.server, s.client)
         bad = "bold red"
         rate = self._rates.get(s)
-        delta = "" if st.last_delta is None else f"{st.last_delta[0].decode('utf-8', 'replace')}#{st.last_delta[1]}"
+        delta = "" if st.last_delta is None else f"{st.last_delta[0]}#{st.last_delta[1]}"
         hb = ""
         if st.heartbeat is not None:  # its age, then its load
             hb = f"{human_duration(now_ns - st.heartbeat[0])} {st.heartbeat[1]:.2f}"

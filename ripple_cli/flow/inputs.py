@@ -1,0 +1,58 @@
+"""The inputs of a command and how they are dissected, as one value: the
+options --schemas, --port, --stream, --max-flows, --protocol, --decode-as,
+--max-inflate and --max-payload (cli/options.py builds it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ripple_cli.capture.events import CaptureEvent, StreamId
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
+from ripple_cli.codec.registry import SchemaRegistry
+from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.protocol_choice import ProtocolChoice
+from ripple_cli.flow.select import stream_predicate
+from ripple_cli.protocols.base import DEFAULT_MAX_INFLATE, DissectOptions
+from ripple_cli.terminal.environment import Environment
+
+
+@dataclass(frozen=True)
+class Inputs:
+    schemas: tuple[str, ...] = ()
+    ports: frozenset[int] = frozenset()
+    stream: tuple[int, str | None] | None = None  # --stream N[:c2s|s2c]
+    max_flows: int = 10000
+    protocol: str = "auto"
+    decode_as: Mapping[int, str] = field(default_factory=dict)
+    max_payload: int = DEFAULT_MAX_PAYLOAD
+    max_inflate: int = DEFAULT_MAX_INFLATE
+    _registry: list[SchemaRegistry] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def registry(self) -> SchemaRegistry:
+        """The --schemas, loaded once, when first needed."""
+        if not self._registry:
+            from ripple_cli.sources.schema_files import load_registry
+
+            self._registry.append(load_registry(self.schemas))
+        return self._registry[0]
+
+    def choice(self, **dissect: Any) -> ProtocolChoice:
+        """How each stream is dissected; `dissect` sets the DissectOptions
+        switches (registry, deltas, rules, lane...)."""
+        options = DissectOptions(max_payload=self.max_payload, max_inflate=self.max_inflate, **dissect)
+        return ProtocolChoice(self.protocol, self.decode_as, self.ports, options)
+
+    def want(self) -> Callable[[StreamId | None], bool]:
+        return stream_predicate(self.stream)
+
+    def demux(self, name: str, choice: ProtocolChoice | None = None, **dissect: Any) -> Demux:
+        """A Demux for the input shown as `name`, with the --schemas."""
+        return Demux(name, choice or self.choice(registry=self.registry, **dissect), want=self.want())
+
+    def events(self, path: str, env: Environment) -> Iterator[CaptureEvent]:
+        from ripple_cli.sources.inputs import input_events
+
+        return input_events(path, env.stdin, self.ports, self.max_flows)

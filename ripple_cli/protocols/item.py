@@ -1,0 +1,137 @@
+"""What every dissector hands on, and every renderer, filter and analysis
+reads: the one message contract.
+
+A decoded item is one of three things:
+
+- a `Decoded` message of any protocol (Ripple's `Message`, a sibling's
+  `ProtoMessage`): it offers its canonical line, its hum form, its typed
+  JSON object, its table cells, and the names `--type/--output/--key` test;
+  the `-Y` filter reads its fields through its dissector (`Dissector.getter`);
+- a `Problem` (codec/problems.py): something that did not decode, in place;
+- a `Run`: consecutive messages a fast lane decoded at once, standing for
+  them in counts and, when the lane wrote them, in canonical lines.
+
+Consumers switch on these three kinds only (in flow/pipeline.py), never on
+a protocol's own types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ripple_cli.codec.problems import Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Cells:
+    """A message's cells in the table and the tap's live view.  Fields a
+    protocol does not have stay empty; `seq` marks the envelope layout."""
+
+    summary: str
+    style: str = "yellow"  # rich style of the type cell
+    short_type: str = ""  # the type's name where the column is narrow ("" = the type)
+    seq: int | None = None  # the envelope's sequence number (Ripple)
+    time_ns: int | None = None  # a time the message carries (Ripple's envelope time)
+    schema: str = ""
+    output: str = ""
+    key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What one message tells of its stream's progress, for the tap's live
+    view: made by a protocol's `Tracker` (Dissector.tracker), which also
+    counts what the stream's numbering says went missing or came twice."""
+
+    seq: int | None = None  # the message's place in the stream's own numbering
+    position: tuple[str, int] | None = None  # (output, its sequence number), when it advances an output
+    watermark_ns: int | None = None  # the event-time watermark it carries
+    load: float | None = None  # a heartbeat's load
+    missing: int = 0  # sequence numbers skipped before it
+    duplicate: bool = False  # a sequence number already seen
+    out_of_order: bool = False  # its `seq` is not above the previous one
+
+
+class Tracker(Protocol):
+    """Follows one stream direction's messages, for `Progress`."""
+
+    def observe(self, msg: Decoded) -> Progress: ...
+
+
+class Decoded(Protocol):
+    """One decoded message, whatever its protocol."""
+
+    @property
+    def protocol(self) -> str: ...  # the registry name, e.g. "ripple"
+
+    @property
+    def offset(self) -> int: ...  # stream offset of its first byte
+
+    @property
+    def size(self) -> int: ...  # bytes on the wire
+
+    @property
+    def type(self) -> str: ...  # the type's name, as the text form and --type spell it
+
+    @property
+    def line(self) -> bytes:
+        """The canonical s-expression, one line, no newline (`encode` reads it back)."""
+        ...
+
+    @property
+    def hum(self) -> bytes:
+        """The same, indented as sexplib's to_string_hum."""
+        ...
+
+    def to_json(self, context: Mapping[str, Any]) -> dict[str, Any]:
+        """The JSON object of `decode -F json`: {"v": 1, **context, ...}."""
+        ...
+
+    def cells(self) -> Cells: ...
+
+    @property
+    def output(self) -> str | None:
+        """The stream output it belongs to (`--output`), if the protocol has one."""
+        ...
+
+    @property
+    def key(self) -> str | None:
+        """Its key as text (`--key`), if the protocol has one."""
+        ...
+
+
+class Run:
+    """Consecutive whole messages of one stream that a fast lane decoded at
+    once (not to be changed).  A base class, not a Protocol, so that the
+    pipeline tells a run from a message by one isinstance."""
+
+    __slots__ = ()
+
+    offset: int  # stream offset of the first
+    end: int  # stream offset after the last
+    messages: int
+    size: int  # bytes on the wire
+    # Their canonical lines, each ending in a newline, when the lane wrote
+    # them (LaneKind.SEXP); else b"".
+    text: bytes
+
+    @property
+    def problem_count(self) -> int:
+        raise NotImplementedError
+
+    def counts(self) -> Iterable[tuple[str, int]]:
+        """(type name, messages) for each type present."""
+        raise NotImplementedError
+
+    def problems(self, limit: int | None = None) -> Iterator[Problem]:
+        """The problems found among them (stream rules), in order."""
+        raise NotImplementedError
+
+    def first_lines(self, n: int) -> bytes:
+        """The first n canonical lines (of `text`)."""
+        raise NotImplementedError
+
+
+Item = Decoded | Problem | Run

@@ -1,0 +1,1 @@
+"""The terminal the program runs in: streams, width, colour (an injected `Environment`)."""
