@@ -6,13 +6,23 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-pure lint unit interop bench bench-memory bench-deps bench-spark system-deps npm-peers clean
+.PHONY: demo test test-pure lint bench bench-memory bench-deps bench-spark system-deps npm-peers clean
 
-# setup.py and the C sources: reinstalling rebuilds the fast lane's extension.
-$(STAMP): pyproject.toml setup.py $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
+# setup.py and the C sources: reinstalling rebuilds the C extensions.
+#
+# constraints.txt pins every Python package the tests install, at the
+# versions CI ran (hypothesis, say, draws other examples in another version),
+# so that a fresh machine installs the same.  To refresh it on purpose (new
+# dependencies in pyproject.toml, or newer versions), in a fresh environment
+# without the constraints, then run `make test` before committing it:
+#   rm -rf .venv && python3 -m venv .venv && .venv/bin/pip install --upgrade pip
+#   .venv/bin/pip install -e '.[test]'
+#   .venv/bin/pip freeze --exclude-editable | grep -v '^ripple-cli' > constraints.txt
+# (keeping its two comment lines at the top).
+$(STAMP): pyproject.toml setup.py constraints.txt $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
