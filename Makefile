@@ -72,5 +72,7 @@ bench-deps:
 bench-spark: $(STAMP) system-deps
 	$(BIN)/python bench/bench_spark.py
 
+# Every extension setup.py builds in place (the codec's and the tap relay's).
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench build ripple_cli/codec/fast/*.so
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bench build
+	find ripple_cli -name '*.so' -delete
