@@ -47,12 +47,19 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The whole suite, then again without the C extensions (RIPPLE_PURE=1: the
+# pure-Python codec and the tap's asyncio relay) over every suite that
+# decodes: what they print must not differ.  tests/golden holds only the
+# files those suites compare with; tests/test_man_pages.py decodes nothing.
+PURE_SUITES := tests/unit tests/property tests/cli tests/capture tests/protocols tests/tap tests/replay tests/batch tests/interop
+
 test: $(STAMP) system-deps npm-peers lint
 	$(BIN)/python -m pytest -q
+	RIPPLE_PURE=1 $(BIN)/python -m pytest -q $(PURE_SUITES)
 
-# The same suites without the C fast lane (its output must not differ).
+# Only the pure-Python lane.
 test-pure: $(STAMP)
-	RIPPLE_PURE=1 $(BIN)/python -m pytest -q tests/unit tests/property tests/cli
+	RIPPLE_PURE=1 $(BIN)/python -m pytest -q $(PURE_SUITES)
 
 # ripple against OCaml, tshark and socat on generated inputs (cached in .bench/);
 # a few minutes.  bench-memory: peak RSS on a 10 GB stream (generated, then
