@@ -6,13 +6,23 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-pure lint unit interop bench bench-memory bench-deps bench-spark system-deps npm-peers clean
+.PHONY: demo test test-pure lint bench bench-memory bench-deps bench-spark system-deps npm-peers clean
 
-# setup.py and the C sources: reinstalling rebuilds the fast lane's extension.
-$(STAMP): pyproject.toml setup.py $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
+# setup.py and the C sources: reinstalling rebuilds the C extensions.
+#
+# constraints.txt pins every Python package the tests install, at the
+# versions CI ran (hypothesis, say, draws other examples in another version),
+# so that a fresh machine installs the same.  To refresh it on purpose (new
+# dependencies in pyproject.toml, or newer versions), in a fresh environment
+# without the constraints, then run `make test` before committing it:
+#   rm -rf .venv && python3 -m venv .venv && .venv/bin/pip install --upgrade pip
+#   .venv/bin/pip install -e '.[test]'
+#   .venv/bin/pip freeze --exclude-editable | grep -v '^ripple-cli' > constraints.txt
+# (keeping its two comment lines at the top).
+$(STAMP): pyproject.toml setup.py constraints.txt $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -37,12 +47,19 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The whole suite, then again without the C extensions (RIPPLE_PURE=1: the
+# pure-Python codec and the tap's asyncio relay) over every suite that
+# decodes: what they print must not differ.  tests/golden holds only the
+# files those suites compare with; tests/test_man_pages.py decodes nothing.
+PURE_SUITES := tests/unit tests/property tests/cli tests/capture tests/protocols tests/tap tests/replay tests/batch tests/interop
+
 test: $(STAMP) system-deps npm-peers lint
 	$(BIN)/python -m pytest -q
+	RIPPLE_PURE=1 $(BIN)/python -m pytest -q $(PURE_SUITES)
 
-# The same suites without the C fast lane (its output must not differ).
+# Only the pure-Python lane.
 test-pure: $(STAMP)
-	RIPPLE_PURE=1 $(BIN)/python -m pytest -q tests/unit tests/property tests/cli
+	RIPPLE_PURE=1 $(BIN)/python -m pytest -q $(PURE_SUITES)
 
 # ripple against OCaml, tshark and socat on generated inputs (cached in .bench/);
 # a few minutes.  bench-memory: peak RSS on a 10 GB stream (generated, then
@@ -62,5 +79,7 @@ bench-deps:
 bench-spark: $(STAMP) system-deps
 	$(BIN)/python bench/bench_spark.py
 
+# Every extension setup.py builds in place (the codec's and the tap relay's).
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench build ripple_cli/codec/fast/*.so
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .bench build
+	find ripple_cli -name '*.so' -delete

@@ -1,31 +1,12 @@
-"""Real loopback captures shared by the capture tests: made once per run."""
+"""Real loopback captures shared by the capture tests: made once per run.
+`Capture` and `payloads` live in capkit.py (tests import them from there)."""
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
-from livecap import DEMO, Exchange, closed, converse, listener, tcpdump
+from livecap import Exchange, closed, converse, listener, tcpdump
 
-
-@dataclass
-class Capture:
-    path: Path
-    exchanges: list[Exchange]
-    server_port: int
-
-
-def payloads(n: int, seed: int) -> list[tuple[bytes, bytes]]:
-    """Client bytes: the bundled Ripple stream, then parts of it; server
-    bytes: random, a few kilobytes."""
-    rng = random.Random(seed)
-    out = []
-    for k in range(n):
-        sent = DEMO if k == 0 else DEMO[rng.randrange(0, 20000) :][: rng.randrange(1000, 15000)]
-        out.append((sent, rng.randbytes(rng.randrange(2000, 9000))))
-    return out
+from tests.capture.capkit import Capture, payloads
 
 
 @pytest.fixture(scope="session")

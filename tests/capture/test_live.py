@@ -12,7 +12,6 @@ from pathlib import Path
 
 import dpkt  # type: ignore[import-untyped, unused-ignore]
 import pytest
-from conftest import Capture, payloads
 from livecap import (
     DEMO,
     Exchange,
@@ -30,6 +29,7 @@ from livecap import (
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd
 from ripple_cli.capture.pcapfile import read_pcap
 from ripple_cli.capture.reader import CaptureOptions, capture_events
+from tests.capture.capkit import Capture, payloads
 
 
 def test_lo_ethernet_pcap(lo_capture: Capture) -> None:

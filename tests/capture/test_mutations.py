@@ -9,7 +9,6 @@ from pathlib import Path
 
 import dpkt  # type: ignore[import-untyped, unused-ignore]
 import pytest
-from conftest import Capture
 from livecap import Exchange, Result, read_capture
 from mutate import (
     MASK,
@@ -31,6 +30,7 @@ from mutate import (
 )
 
 from ripple_cli.capture.events import StreamEnd, StreamGap
+from tests.capture.capkit import Capture
 
 
 def _demo(cap: Capture) -> tuple[list[Packet], Exchange]:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Capture
 from livecap import assert_exchanges, read_capture
 from mutate import pcap_bytes
 
@@ -16,6 +15,7 @@ from ripple_cli.capture.formats import sniff_format
 from ripple_cli.capture.packets import decode_frame
 from ripple_cli.capture.pcapfile import read_pcap
 from ripple_cli.capture.reader import CaptureOptions, capture_events
+from tests.capture.capkit import Capture
 
 MACS = bytes.fromhex("020000000001020000000002")
 

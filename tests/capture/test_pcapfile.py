@@ -13,7 +13,6 @@ from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 import pytest
-from conftest import Capture
 from livecap import assert_exchanges, collect, read_capture
 from mutate import pcap_bytes
 
@@ -21,6 +20,7 @@ from ripple_cli.capture.events import CaptureEvent, CaptureNote, StreamData, Str
 from ripple_cli.capture.pcapfile import read_pcap, read_pcapng
 from ripple_cli.capture.reader import CaptureOptions, capture_events, frame_events
 from ripple_cli.sources.inputs import ChunkFile, input_events
+from tests.capture.capkit import Capture
 
 
 def _records(cap: Capture) -> list[tuple[int, bytes]]:

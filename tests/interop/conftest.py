@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.interop.ocamlkit import OcamlTools
 
 OCAML_SRC = Path(__file__).resolve().parent / "ocaml"
 
@@ -23,16 +24,6 @@ INSTALL_HINT = (
     "libppx-sexp-conv-ocaml-dev libsexplib-ocaml-dev libfieldslib-ocaml-dev "
     "libvariantslib-ocaml-dev libppx-deriving-ocaml-dev"
 )
-
-
-@dataclass(frozen=True)
-class OcamlTools:
-    """Paths of the three executables that build.sh makes."""
-
-    gen: Path  # ripple_gen: streams + the text sexplib prints for them
-    read: Path  # ripple_read: typed decode of a stream, one canonical line per message
-    walk: Path  # ripple_walk: frame + CRC walk, the benchmark anchor
-    sexp_tool: Path  # sexplib's to_string_hum and to_string of any s-expression
 
 
 @pytest.fixture(scope="session")

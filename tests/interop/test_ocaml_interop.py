@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import OcamlTools
+    from tests.interop.ocamlkit import OcamlTools
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = (1, 2, 3)

@@ -123,7 +123,11 @@ class RcpStream(BufferedStream):
                 # Keep the tail that may begin a magic or a newline-brace.
                 self._pos = n if final else max(p, n - 3)
                 return False
-            if line_at >= 0 and (frame_at < 0 or line_at < frame_at):
+            # A line start is a sure start even when a magic follows its
+            # newline at once (that frame is then read at the boundary,
+            # whatever its flags): whether the magic's bytes had arrived must
+            # not move the end of the skip (it did, by chunking).
+            if line_at >= 0 and (frame_at < 0 or line_at <= frame_at):
                 self._close_damage(line_at, out)
                 self._pos = line_at
                 return True

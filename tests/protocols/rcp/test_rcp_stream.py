@@ -11,7 +11,7 @@ from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import Detection, DissectOptions, EncodeError, ProtoMessage
 from ripple_cli.protocols.rcp.stream import RcpStream
 from ripple_cli.sexp.parse import parse_one
-from tests.protocols.dissector_kit import bytewise, kinds, messages
+from tests.protocols.dissector_kit import bytewise, chunkings, kinds, messages
 
 HELLO_JSONL = ok(
     "1", {"protocol_version": 1, "wire_mode": "jsonl", "server_name": "s", "server_version": "1", "features": []}
@@ -390,3 +390,36 @@ def test_a_line_after_an_oversize_line_is_found_in_the_same_chunk() -> None:
             (0, "oversize"),
             (len(long_line), "JsonLine"),
         ]
+
+
+def test_an_oversize_lines_skip_ends_at_its_newline_even_when_a_magic_follows_it() -> None:
+    # Found by hypothesis (6.170, test_rcp_fuzz.py): a frame with reserved
+    # flags (no sure start) right after the over-long line's newline.  Fed
+    # whole, the resync saw the magic at the same offset as the line start
+    # and skipped on to the next valid frame; cut just after the newline, it
+    # stopped at the line start and read that frame.  The skip must end at
+    # the newline whatever the chunking.
+    first = PING + b"\n"  # this direction now carries lines
+    long_line = b'{"type":"request","id":"1","op":"PUT_MACHINE","params":"' + b"x" * 400 + b'"}\n'
+    odd = frame(request("2", "PING"), flags=0x1819)
+    good = frame(request("3", "PING"), flags=0)
+    data = first + long_line + odd + good
+    at_odd = len(first) + len(long_line)
+    expect = [
+        (0, "JsonLine"),
+        (0, "unexpected_jsonl"),
+        (len(first), "oversize", len(long_line)),
+        (at_odd, "Request"),
+        (at_odd, "reserved_flags"),
+        (at_odd + len(odd), "Request"),
+    ]
+    after_newline = [data[:at_odd], data[at_odd:]]
+    for chunks in [[data], after_newline, *chunkings(data, "oversize-then-magic")]:
+        items = decode(b"", from_client=True, pieces=chunks, max_payload=300)
+        got = [
+            (i.offset, i.kind, i.skipped)
+            if isinstance(i, Problem) and i.kind == "oversize"
+            else (i.offset, i.kind if isinstance(i, Problem) else i.type)
+            for i in items
+        ]
+        assert got == expect
