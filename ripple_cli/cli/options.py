@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
@@ -74,12 +74,29 @@ def max_payload_option(f: F) -> F:
     )(f)
 
 
-def format_option(choices: tuple[str, ...], default_help: str) -> Callable[[F], F]:
+class RegisteredName(click.Choice):  # type: ignore[type-arg]
+    """One of a registry's names (the output formats), read when the
+    command line is parsed, so that a format registered later is a choice."""
+
+    def __init__(self, names: Mapping[str, Any]) -> None:
+        self.registered = names
+        super().__init__(tuple(names))
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self.registered)
+
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass  # always the registry's
+
+
+def format_option(choices: tuple[str, ...] | Mapping[str, Any], default_help: str) -> Callable[[F], F]:
     return click.option(
         "--format",
         "-F",
         "fmt",
-        type=click.Choice(choices),
+        type=RegisteredName(choices) if isinstance(choices, Mapping) else click.Choice(choices),
         default=None,
         help=f"Output form. {default_help}",
     )

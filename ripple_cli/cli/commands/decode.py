@@ -33,7 +33,7 @@ from ripple_cli.terminal.environment import Environment
 @show_group
 @view_group
 @click.argument("files", nargs=-1, type=click.Path(allow_dash=True))
-@format_option(tuple(FORMATS), "Default: table on a terminal, sexp otherwise.")
+@format_option(FORMATS, "Default: table on a terminal, sexp otherwise.")
 @schemas_option
 @selection_options
 @filter_option

@@ -3,18 +3,19 @@ sniffing an interface."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ripple_cli.analysis.report import Report
-from ripple_cli.capture.pcapng_writer import ROTATE_HELP, parse_rotation
+from ripple_cli.capture.pcapng_writer import ROTATE_HELP, Rotation, parse_rotation
 from ripple_cli.cli.options import (
     ByteSize,
     capture_options,
     filter_option,
     format_option,
+    group,
     inputs_group,
     max_payload_option,
     protocol_options,
@@ -35,6 +36,9 @@ from ripple_cli.tap.record import Recorder
 from ripple_cli.tap.session import NICE, Session, Source
 from ripple_cli.tap.sniff import SniffSource
 from ripple_cli.tap.stats import TapStats
+
+if TYPE_CHECKING:
+    from ripple_cli.tap.live import LiveView
 from ripple_cli.terminal.environment import Environment
 
 
@@ -50,15 +54,50 @@ class HostPortType(click.ParamType):  # type: ignore[type-arg]
             self.fail(str(e), param, ctx)
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where the traffic is tapped: --listen, --upstream, --max-connections (a
+    proxy) or -i, -f (sniffing)."""
+
+    listen: HostPort | None
+    upstream: HostPort | None
+    interface: str | None
+    bpf: str | None
+    max_connections: int
+
+
+@dataclass(frozen=True)
+class Recording:
+    """-w FILE and its --rotate rules."""
+
+    path: str | None
+    rotation: Rotation
+
+    def recorder(self, source: Source, interface: str | None) -> Recorder | None:
+        return Recorder(self.path, self.rotation, source.synthesize, interface) if self.path else None
+
+
+def _recording(write_path: str | None, rotate: tuple[str, ...]) -> Recording:
+    try:
+        rotation = parse_rotation(rotate)
+    except ValueError as e:
+        raise UsageProblem(f"--rotate: {e}") from None
+    if rotate and write_path is None:
+        raise UsageProblem("--rotate needs -w FILE")
+    return Recording(write_path, rotation)
+
+
 @click.command()
 @inputs_group
 @show_group
 @view_group
+@group("place", Place, "listen", "upstream", "interface", "bpf", "max_connections")
+@group("recording", _recording, "write_path", "rotate")
 @click.option("--listen", type=HostPortType(), metavar="HOST:PORT", help="Proxy: accept connections here (:PORT: all).")
 @click.option("--upstream", type=HostPortType(), metavar="HOST:PORT", help="Proxy: forward each connection here.")
 @click.option("-i", "--interface", metavar="IFACE", help="Sniff this interface with tcpdump instead (root needed).")
 @click.option("-f", "--bpf", metavar="FILTER", help="Sniffing: a BPF filter for tcpdump, e.g. 'host 10.0.0.2'.")
-@format_option(tuple(FORMATS), "Default: a live table on a terminal, sexp otherwise.")
+@format_option(FORMATS, "Default: a live table on a terminal, sexp otherwise.")
 @schemas_option
 @selection_options
 @filter_option
@@ -101,17 +140,12 @@ class HostPortType(click.ParamType):  # type: ignore[type-arg]
 @click.pass_obj
 def tap(
     env: Environment,
-    listen: HostPort | None,
-    upstream: HostPort | None,
-    interface: str | None,
-    bpf: str | None,
     fmt: str | None,
     inputs: Inputs,
     show: Show,
     view: View,
-    max_connections: int,
-    write_path: str | None,
-    rotate: tuple[str, ...],
+    place: Place,
+    recording: Recording,
     buffer: int,
     nice: int,
 ) -> int:
@@ -128,35 +162,22 @@ def tap(
     connection's counters.  Ctrl-C stops (exit status 130) with a summary,
     including how many messages were not shown and bytes not decoded.
     """
-    source = _source(listen, upstream, interface, bpf, inputs, max_connections, buffer)
-    try:
-        rotation = parse_rotation(rotate)
-    except ValueError as e:
-        raise UsageProblem(f"--rotate: {e}") from None
-    if rotate and write_path is None:
-        raise UsageProblem("--rotate needs -w FILE")
-    fmt = fmt or default_format(env)
-    recorder = Recorder(write_path, rotation, source.synthesize, interface) if write_path else None
+    source = _source(place, inputs, buffer)
     stats = TapStats()
-    live = fmt == "table" and env.stdout_isatty
-    printer: Renderer
-    if live:
-        from ripple_cli.tap.live import LiveView
-
-        printer = live_view = LiveView(env, stats)
-    else:
-        printer = make_renderer(fmt, env, View(connection=view.connection))
-    # Sniffing sees every connection: as decode does with a capture, those
-    # that show no known protocol are left alone, unless --port says which
-    # to decode.  A proxy's connections are all meant to be decoded: as
-    # --protocol says, else as what their first bytes show, else as Ripple.
+    printer, live_view = _printer(env, fmt or default_format(env), view, stats)
     # Plain sexp lines of everything: the fast lane (when built) decodes and
     # writes the boring envelopes in C, as `decode` does.
     lane = LaneKind.SEXP if printer.takes_runs and show.select.everything else None
     choice = inputs.choice(registry=inputs.registry, lane=lane)
     if not isinstance(source, SniffSource):
+        # Sniffing sees every connection: as decode does with a capture,
+        # those that show no known protocol are left alone, unless --port
+        # says which to decode.  A proxy's connections are all meant to be
+        # decoded: as --protocol says, else as what their first bytes show,
+        # else as Ripple.
         choice = replace(choice, undetected=RIPPLE if choice.auto else choice.protocol)
     demux = inputs.demux(source.name, choice)
+    recorder = recording.recorder(source, place.interface)
     session = Session(
         source,
         demux,
@@ -171,7 +192,7 @@ def tap(
     )
 
     def started(title: str) -> None:
-        if live:
+        if live_view is not None:
             live_view.title = title
         _stderr(env, f"ripple: tap: {title}")
 
@@ -179,33 +200,36 @@ def tap(
         code = session.run(started)
     finally:
         source.close()
-    if not (live and session.printer_closed):
+    if not (live_view is not None and session.printer_closed):
         _stderr(env, f"ripple: tap: {stats.summary()}")  # the live view printed its own
     if session.record_error is not None:
         _stderr(env, f"ripple: tap: {session.record_error}")
     return code
 
 
-def _source(
-    listen: HostPort | None,
-    upstream: HostPort | None,
-    interface: str | None,
-    bpf: str | None,
-    inputs: Inputs,
-    max_connections: int,
-    buffer: int,
-) -> Source:
-    if interface is not None:
-        if listen is not None or upstream is not None:
+def _source(place: Place, inputs: Inputs, buffer: int) -> Source:
+    p = place
+    if p.interface is not None:
+        if p.listen is not None or p.upstream is not None:
             raise UsageProblem("-i sniffs; --listen and --upstream proxy: choose one")
-        return SniffSource(interface, bpf, inputs.ports, inputs.max_flows)
-    if listen is None or upstream is None:
+        return SniffSource(p.interface, p.bpf, inputs.ports, inputs.max_flows)
+    if p.listen is None or p.upstream is None:
         raise UsageProblem("give --listen HOST:PORT and --upstream HOST:PORT (proxy), or -i IFACE (sniff)")
-    if bpf is not None or inputs.ports:
+    if p.bpf is not None or inputs.ports:
         raise UsageProblem("-f and --port apply to sniffing (-i); a proxy sees only its own connections")
-    if upstream.host is None:
+    if p.upstream.host is None:
         raise UsageProblem("--upstream needs a host: HOST:PORT")
-    return ProxySource(listen, upstream, max_connections, buffer)
+    return ProxySource(p.listen, p.upstream, p.max_connections, buffer)
+
+
+def _printer(env: Environment, fmt: str, view: View, stats: TapStats) -> tuple[Renderer, LiveView | None]:
+    """The renderer of --format; on a terminal the table is the live view."""
+    if fmt == "table" and env.stdout_isatty:
+        from ripple_cli.tap.live import LiveView
+
+        live_view = LiveView(env, stats)
+        return live_view, live_view
+    return make_renderer(fmt, env, View(connection=view.connection)), None
 
 
 def _stderr(env: Environment, line: str) -> None:

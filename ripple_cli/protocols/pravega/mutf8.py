@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class Decoded:
+class ModifiedUtf8:
     text: str
     canonical: bool  # encode(text) == the bytes
     valid: bool  # Java's readUTF accepts the bytes
@@ -45,11 +45,11 @@ def encode(text: str) -> bytes:
     return bytes(out)
 
 
-def decode(data: bytes) -> Decoded:
+def decode(data: bytes) -> ModifiedUtf8:
     """Read `data` as `readUTF` does.  An invalid sequence ends the text
     there (`valid` False): Java throws UTFDataFormatException."""
     if data.isascii() and b"\x00" not in data:
-        return Decoded(data.decode("ascii"), True, True)
+        return ModifiedUtf8(data.decode("ascii"), True, True)
     units: list[int] = []
     i, n = 0, len(data)
     error = ""
@@ -77,10 +77,10 @@ def decode(data: bytes) -> Decoded:
             break
     text = _from_units(units)
     if error:
-        return Decoded(text, False, False, error)
+        return ModifiedUtf8(text, False, False, error)
     if encode(text) != data:
-        return Decoded(text, False, True, "not the form Java writes (a raw 00 byte or an over-long sequence)")
-    return Decoded(text, True, True)
+        return ModifiedUtf8(text, False, True, "not the form Java writes (a raw 00 byte or an over-long sequence)")
+    return ModifiedUtf8(text, True, True)
 
 
 def _from_units(units: list[int]) -> str:

@@ -179,12 +179,12 @@ class MString:
     """A string field: its exact bytes and what Java makes of them."""
 
     raw: bytes
-    decoded: mutf8.Decoded
+    decoded: mutf8.ModifiedUtf8
 
     @classmethod
     def of_text(cls, text: str) -> MString:
         raw = mutf8.encode(text)
-        return cls(raw, mutf8.Decoded(text, True, True))
+        return cls(raw, mutf8.ModifiedUtf8(text, True, True))
 
     @classmethod
     def of_raw(cls, raw: bytes) -> MString:

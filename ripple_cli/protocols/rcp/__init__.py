@@ -23,7 +23,7 @@ from ripple_cli.protocols.rcp.analysis import RcpAnalyzer
 from ripple_cli.protocols.rcp.payload import parse
 from ripple_cli.protocols.rcp.stream import RcpStream
 from ripple_cli.protocols.rcp.text import encode
-from ripple_cli.protocols.rcp.wire import DEFAULT_PORT, MAGIC, MAX_PAYLOAD, VERSION, Frame, valid_frame_at
+from ripple_cli.protocols.rcp.wire import DEFAULT_PORT, MAGIC, MAX_PAYLOAD, VERSION, RcpFrame, valid_frame_at
 from ripple_cli.sexp.tree import Sexp
 
 DETECT_LIMIT = 1 << 20  # bytes a direction may show before it is judged not RCP
@@ -128,7 +128,7 @@ class RcpDissector(Dissector):
         at = head.find(MAGIC)
         while at >= 0:
             found = valid_frame_at(head, at, len(head), MAX_PAYLOAD)
-            if isinstance(found, Frame) and found.crc_ok and parse(found.payload).kind is not None:
+            if isinstance(found, RcpFrame) and found.crc_ok and parse(found.payload).kind is not None:
                 return Detection.YES
             at = head.find(MAGIC, at + 1)
         at = head.find(b"\n{")

@@ -36,7 +36,7 @@ from ripple_cli.protocols.rcp.wire import (
     MAX_PAYLOAD,
     VALID_FLAGS,
     VERSION,
-    Frame,
+    RcpFrame,
     flag_names,
     read_frame,
     read_header,
@@ -135,7 +135,7 @@ class RcpStream(BufferedStream):
             if found is True and not final:
                 self._pos = frame_at  # a frame may start here: wait for the rest of it
                 return False
-            if isinstance(found, Frame):
+            if isinstance(found, RcpFrame):
                 self._close_damage(frame_at, out)
                 self._pos = frame_at
                 return True
@@ -190,7 +190,7 @@ class RcpStream(BufferedStream):
 
     # ------------------------------------------------------------ messages
 
-    def _emit_frame(self, at: int, frame: Frame, out: list[Item]) -> None:
+    def _emit_frame(self, at: int, frame: RcpFrame, out: list[Item]) -> None:
         notes: list[Note] = []
         if frame.version != VERSION:
             notes.append(

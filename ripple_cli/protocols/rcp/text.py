@@ -33,7 +33,7 @@ from ripple_cli.protocols.rcp.wire import (
     MAX_EXTENSION,
     MAX_LENGTH,
     VALID_FLAGS,
-    Frame,
+    RcpFrame,
     write_frame,
 )
 from ripple_cli.sexp.tree import Sexp, parse_int
@@ -63,8 +63,8 @@ def flags_sexp(flags: int) -> list[Sexp]:
     return out
 
 
-def frame_sexp(frame: Frame, type_name: str, computed_crc: int | None = None) -> Sexp:
-    """The text of a frame; `computed_crc` (Frame.computed_crc) when the
+def frame_sexp(frame: RcpFrame, type_name: str, computed_crc: int | None = None) -> Sexp:
+    """The text of a frame; `computed_crc` (RcpFrame.computed_crc) when the
     caller has it already."""
     fields: list[Sexp] = [[b"version", _int(frame.version)], [b"flags", flags_sexp(frame.flags)]]
     if computed_crc is None:
@@ -165,9 +165,9 @@ def encode(text: Sexp) -> bytes:
     extension = _atom(fields["extension"], "extension") if "extension" in fields else b""
     if len(extension) > MAX_EXTENSION:
         raise EncodeError(f"{ctor}: extension of {len(extension)} bytes, above {MAX_EXTENSION}")
-    frame = Frame(version, flags, 0, extension, payload)
+    frame = RcpFrame(version, flags, 0, extension, payload)
     crc = _number(fields["crc"], "crc", 32) if "crc" in fields else frame.computed_crc
-    frame = Frame(version, flags, crc, extension, payload)
+    frame = RcpFrame(version, flags, crc, extension, payload)
     want = frame_type(flags, None if flags & COMPRESSED else parse(payload).kind)
     if want != ctor:
         raise EncodeError(f"{ctor} given, but this payload makes the frame a {want}")

@@ -59,7 +59,7 @@ class Header:
 
 
 @dataclass(frozen=True, slots=True)
-class Frame:
+class RcpFrame:
     """A frame as it was on the wire: every field as written, so that
     `write_frame` gives back the same bytes (a wrong CRC included)."""
 
@@ -92,11 +92,11 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> Header:
     return Header(version, flags, header_len, payload_len, crc)
 
 
-def read_frame(buf: bytes | bytearray | memoryview, pos: int, header: Header) -> Frame:
+def read_frame(buf: bytes | bytearray | memoryview, pos: int, header: Header) -> RcpFrame:
     """The whole frame at `pos` (the caller checked that it is all there)."""
     ext_at = pos + HEADER_SIZE
     payload_at = ext_at + header.header_len
-    return Frame(
+    return RcpFrame(
         header.version,
         header.flags,
         header.crc,
@@ -105,7 +105,7 @@ def read_frame(buf: bytes | bytearray | memoryview, pos: int, header: Header) ->
     )
 
 
-def write_frame(frame: Frame) -> bytes:
+def write_frame(frame: RcpFrame) -> bytes:
     return (
         HEADER.pack(MAGIC, frame.version, frame.flags, len(frame.extension), len(frame.payload), frame.crc)
         + frame.extension
@@ -124,7 +124,7 @@ def plausible_header(header: Header, max_payload: int) -> bool:
     return header.version == VERSION and not header.flags & ~VALID_FLAGS and header.payload_len <= max_payload
 
 
-def valid_frame_at(buf: bytes | bytearray | memoryview, pos: int, end: int, max_payload: int) -> Frame | bool:
+def valid_frame_at(buf: bytes | bytearray | memoryview, pos: int, end: int, max_payload: int) -> RcpFrame | bool:
     """Is there a frame at `pos` sure enough to resynchronise on?  The
     frame, or False when there is none, or True when more bytes would tell.
     Sure enough: magic, version 1, known flags, a payload within the bound,
