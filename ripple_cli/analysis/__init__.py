@@ -1,1 +1,2 @@
-"""What is learnt from a stream of decoded messages: stream rules, counts."""
+"""What is learnt from decoded items, whatever their protocol: the -Y filter,
+--type/--output/--key, the Report that owns the exit code, verify's sink."""

@@ -1,2 +1,2 @@
-"""The command line: Click commands, each a short composition of sources,
-the codec core, renderers and analyses."""
+"""The command line: Click commands, each a short composition of inputs,
+the pipeline and a sink (ARCHITECTURE.md), with shared options and groups."""

@@ -1,2 +1,2 @@
-"""From a source's events to decoded messages: one decoder (and one set of
-stream rules) per stream direction."""
+"""From a source's events to a sink: a protocol and a dissector per stream
+(demux.py), a command's inputs (inputs.py), the pipeline (pipeline.py)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ripple_cli.capture.events import CaptureEvent, StreamId
@@ -28,16 +29,13 @@ class Inputs:
     decode_as: Mapping[int, str] = field(default_factory=dict)
     max_payload: int = DEFAULT_MAX_PAYLOAD
     max_inflate: int = DEFAULT_MAX_INFLATE
-    _registry: list[SchemaRegistry] = field(default_factory=list, compare=False, repr=False)
 
-    @property
+    @cached_property
     def registry(self) -> SchemaRegistry:
         """The --schemas, loaded once, when first needed."""
-        if not self._registry:
-            from ripple_cli.sources.schema_files import load_registry
+        from ripple_cli.sources.schema_files import load_registry
 
-            self._registry.append(load_registry(self.schemas))
-        return self._registry[0]
+        return load_registry(self.schemas)
 
     def choice(self, **dissect: Any) -> ProtocolChoice:
         """How each stream is dissected; `dissect` sets the DissectOptions

@@ -1,4 +1,5 @@
-"""Where bytes come from: files and stdin (and, later, captures and sockets).
+"""Where bytes come from and go: files and stdin as chunks or capture events
+(inputs.py), schema files, atomic output files.
 
-A source yields byte chunks; it knows nothing of the protocol.
+A source yields bytes or capture events; it knows nothing of the protocol.
 """
