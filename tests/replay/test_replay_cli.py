@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -360,8 +361,10 @@ def test_real_tcpdump_capture(tmp_path: Path) -> None:
     path = tmp_path / "live.pcap"
     srv = livecap.listener()
     port = srv.getsockname()[1]
-    with livecap.tcpdump(path, f"tcp port {port}"):
-        livecap.converse(srv, [(DEMO, negotiation(True))])
+    exchanges: list[Any] = []
+    # tcpdump is stopped once the capture holds the connection's end, not after a guessed while.
+    with livecap.tcpdump(path, f"tcp port {port}", until=livecap.closed(lambda: [e.client_port for e in exchanges])):
+        exchanges += livecap.converse(srv, [(DEMO, negotiation(True))])
     srv.close()
     with Consumer() as c:
         r = replay(c, "-t", "--port", str(port), source=str(path))

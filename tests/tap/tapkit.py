@@ -179,17 +179,27 @@ class TapRun:
     stderr_lines: list[str] = field(default_factory=list)
     stdout_path: Path | None = None
     code: int | None = None
+    stderr_done: threading.Event = field(default_factory=threading.Event)
 
     def stderr(self) -> str:
         return "".join(self.stderr_lines)
+
+    def final_stderr(self, timeout: float = 30) -> str:
+        """All of stderr, once the process has exited and the pipe is read to
+        its end (the summary line is the last)."""
+        assert self.proc.wait(timeout) is not None
+        assert self.stderr_done.wait(timeout), "stderr never ended"
+        return self.stderr()
 
     def stdout(self) -> bytes:
         assert self.stdout_path is not None
         return self.stdout_path.read_bytes()
 
     def interrupt(self, timeout: float = 60) -> int:
+        """Ctrl-C; the exit status, once stderr is read to its end."""
         self.proc.send_signal(signal.SIGINT)
         self.code = self.proc.wait(timeout)
+        assert self.stderr_done.wait(timeout), "stderr never ended"
         return self.code
 
 
@@ -224,6 +234,7 @@ def run_tap(
     def drain() -> None:
         for line in err:
             run.stderr_lines.append(line.decode("utf-8", "replace"))
+        run.stderr_done.set()
 
     first = err.readline().decode("utf-8", "replace")
     run.stderr_lines.append(first)

@@ -7,11 +7,21 @@ import json
 import random
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from tapkit import DEMO, ROOT, EchoServer, by_connection, decode_lines, exchange, listener, ripple_cmd, run_tap
+from tapkit import (
+    DEMO,
+    ROOT,
+    EchoServer,
+    by_connection,
+    decode_lines,
+    exchange,
+    listener,
+    ripple_cmd,
+    run_tap,
+    wait_for,
+)
 
 from ripple_cli.capture.events import StreamData
 from ripple_cli.capture.reader import CaptureOptions, capture_events
@@ -103,13 +113,23 @@ def test_max_connections_refuses_beyond_the_limit(tmp_path: Path) -> None:
         assert extra.recv(10) == b""  # closed at once
         extra.close()
         for s in held:
+            s.shutdown(socket.SHUT_WR)
+            assert s.recv(10) == b""  # the relay passed the end on, both ways
             s.close()
-        time.sleep(0.3)
-        again = socket.create_connection(("127.0.0.1", tap.port))  # room again once they are closed
-        again.sendall(b"pong")
-        again.settimeout(10)
-        assert again.recv(10) == b"pong"
-        again.close()
+        wait_for(lambda: len(up.received) == 2, timeout=30, what="the upstream to see both connections end")
+
+        def room_again() -> bool:
+            # The relay frees a slot once it has closed both sides; until
+            # then a new connection is refused (closed at once).
+            with socket.create_connection(("127.0.0.1", tap.port)) as again:
+                again.settimeout(10)
+                try:
+                    again.sendall(b"pong")
+                    return again.recv(10) == b"pong"
+                except OSError:  # reset: refused
+                    return False
+
+        wait_for(room_again, timeout=30, what="room for a connection once the others are closed")
         assert tap.interrupt() == 130
     assert "refused: 2 connections open (--max-connections)" in tap.stderr()
     assert "3 connections" in tap.stderr().splitlines()[-1]

@@ -10,7 +10,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tapkit import ROOT, EchoServer, by_connection, decode_lines, exchange, ripple_cmd, ripple_stream, run_tap
+from tapkit import (
+    ROOT,
+    EchoServer,
+    by_connection,
+    decode_lines,
+    exchange,
+    ripple_cmd,
+    ripple_stream,
+    run_tap,
+    wait_for,
+)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="sniffing needs root (CI runs the tests as root)")
 needs_tcpdump = pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump is not installed")
@@ -22,13 +32,23 @@ def test_sniffing_lo_decodes_like_decode_and_records_the_packets(tmp_path: Path)
     up = EchoServer(seed=8)
     cap = tmp_path / "sniff.pcapng"
     payload = ripple_stream(seed=21, size=300_000)
-    args = ["-i", "lo", "--port", str(up.port), "--show-connection", "-w", str(cap)]
+    expected = decode_lines(payload, tmp_path)
+    # --nice 0: this test is about what the tap decodes, not about yielding
+    # the CPU; at nice 19 two busy processes beside it starve its decoding.
+    args = ["-i", "lo", "--port", str(up.port), "--show-connection", "-w", str(cap), "--nice", "0"]
     with run_tap(args, tmp_path, ready="ripple: tap: capturing on lo") as tap:
         assert f"tcp port {up.port}" in tap.stderr()
         client_port, _digest, size = exchange(up.port, payload, random.Random(2))
         assert size == len(payload)
+        # Ctrl-C once every message of both directions is shown: the tap
+        # stops tcpdump when it has been quiet for a moment, and on a busy
+        # machine the last packets could still be on their way to it.
+        wait_for(
+            lambda: len(tap.stdout().splitlines()) >= 2 * len(expected),
+            timeout=120,
+            what="the tap to show both directions",
+        )
         assert tap.interrupt() == 130
-    expected = decode_lines(payload, tmp_path)
     groups = by_connection(tap.stdout().splitlines())
     assert sorted(groups) == sorted(
         [f"1 127.0.0.1:{client_port} -> 127.0.0.1:{up.port}", f"1 127.0.0.1:{up.port} -> 127.0.0.1:{client_port}"]
