@@ -227,9 +227,8 @@ def raw_range_rows(task: RawRange, settings: Settings) -> Iterator[Row]:
             # Step by step (an envelope or a damaged region at a time), so
             # that the task stops at the first one past its range instead of
             # decoding the rest of the chunk for nothing.
-            steps = decoder.feed_steps(chunk, None) if chunk else decoder.finish_steps(None)
+            steps = decoder.feed_steps(chunk) if chunk else decoder.finish_steps()
             for step in steps:
-                assert isinstance(step, list)  # no fast lane: no Batches
                 for ev in step:
                     # Past the range, the task stops at the first framed
                     # envelope (a message, or a problem of one: flags, a

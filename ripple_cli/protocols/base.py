@@ -111,9 +111,7 @@ class ProtoMessage:
         return out
 
     def cells(self) -> Cells:
-        from ripple_cli.protocols import registry
-
-        return Cells(self.summary, registry.get(self.protocol).type_styles.get(self.type, "yellow"))
+        return Cells(self.summary)
 
     @property
     def output(self) -> str | None:

@@ -27,10 +27,10 @@ from ripple_cli.codec.problems import Problem
 @dataclass(frozen=True, slots=True)
 class Cells:
     """A message's cells in the table and the tap's live view.  Fields a
-    protocol does not have stay empty; `seq` marks the envelope layout."""
+    protocol does not have stay empty; `seq` marks the envelope layout.
+    The type's colour is its dissector's (`Dissector.type_styles`)."""
 
     summary: str
-    style: str = "yellow"  # rich style of the type cell
     short_type: str = ""  # the type's name where the column is narrow ("" = the type)
     seq: int | None = None  # the envelope's sequence number (Ripple)
     time_ns: int | None = None  # a time the message carries (Ripple's envelope time)

@@ -15,12 +15,18 @@ from rich.table import Table
 from rich.text import Text
 
 from ripple_cli.codec.problems import Problem, Severity
+from ripple_cli.protocols import registry
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import NoRuns, View
 from ripple_cli.terminal.environment import Environment
 
 _BATCH = 200
+
+
+def type_style(msg: Decoded) -> str:
+    """The type cell's colour, from the message's dissector."""
+    return registry.get(msg.protocol).type_styles.get(msg.type, "yellow")
 
 
 def time_of_day(ns: int) -> str:
@@ -111,7 +117,7 @@ class TableRenderer(NoRuns):
             seq = Text("" if item.seq is None else str(item.seq))
             return (*conn, offset, seq, Text(""), kind, Text(""), Text(""), Text(""), detail_text)
         c = item.cells()
-        kind = Text(c.short_type or item.type, style=c.style)
+        kind = Text(c.short_type or item.type, style=type_style(item))
         if self._protocols:
             what = " ".join(x for x in (c.output, c.key, c.summary) if x)
             if c.seq is not None:
@@ -122,7 +128,7 @@ class TableRenderer(NoRuns):
                 Text(str(item.offset)),
                 Text("" if at is None else time_of_day(at)),
                 Text(item.protocol),
-                Text(item.type, style=c.style),
+                Text(item.type, style=type_style(item)),
                 Text(what),
             )
         if c.seq is None:

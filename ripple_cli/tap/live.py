@@ -29,7 +29,7 @@ from ripple_cli.capture.events import StreamId
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
-from ripple_cli.render.table import make_console, time_of_day
+from ripple_cli.render.table import make_console, time_of_day, type_style
 from ripple_cli.tap.stats import StreamStats, TapStats, Totals
 from ripple_cli.terminal.environment import Environment
 
@@ -104,7 +104,7 @@ class LiveView:
                 Text(_conn(origin.stream)),
                 Text(seq),
                 Text("" if when is None else time_of_day(when)),
-                Text(msg.type, style=c.style),
+                Text(msg.type, style=type_style(msg)),
                 Text(output),
                 Text(key),
                 Text(c.summary),

@@ -31,6 +31,7 @@ from ripple_cli.protocols.base import DissectOptions, LaneKind
 from ripple_cli.protocols.ripple.lane import LaneRun
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.protocols.ripple.rules import before_schema_problem
+from tests.conftest import EXAMPLES
 
 FAST = speedups() is not None
 needs_fast = pytest.mark.skipif(not FAST, reason="the C fast lane is off (not built here, or RIPPLE_PURE)")
@@ -151,3 +152,25 @@ def test_the_lane_stops_at_the_first_delta_of_an_output() -> None:
     items = demux_run([data], LaneKind.COUNT)
     assert [type(i).__name__ for i in items] == ["Message", "Message", "LaneRun"]
     assert isinstance(items[2], LaneRun) and items[2].messages == 9 and items[2].problem_count == 0
+
+
+@pytest.mark.skipif(not FAST, reason="the C fast lane is off (not built here, or RIPPLE_PURE)")
+def test_a_finished_streams_lane_is_freed() -> None:
+    """The C scanner takes no part in garbage collection: a cycle through it
+    (lane -> scanner -> the lane's bound method) would keep every stream's
+    lane alive for the life of the process (a tap sees millions of them)."""
+    import gc
+    import weakref
+
+    from ripple_cli.protocols.ripple.stream import RippleStream
+
+    refs = []
+    for _ in range(50):
+        stream = RippleStream(DissectOptions(lane=LaneKind.SEXP, rules=True))
+        stream.feed((EXAMPLES / "demo.ripple").read_bytes()[:4096])
+        stream.finish()
+        assert stream.lane is not None
+        refs.append(weakref.ref(stream.lane))
+        del stream
+    gc.collect()
+    assert [r for r in refs if r() is not None] == []

@@ -9,7 +9,6 @@ dissector (stream.py) drives it, with the fast lane when there is one.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, Frame
 from ripple_cli.codec.errors import DecodeError
@@ -28,9 +27,6 @@ from ripple_cli.codec.messages import (
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.protocols.ripple.message import Message
-
-if TYPE_CHECKING:
-    from ripple_cli.protocols.ripple.lane import Lane, LaneRun
 
 __all__ = ["DeltaMode", "Event", "Message", "MessageDecoder", "StreamDecoder"]
 
@@ -125,36 +121,30 @@ class StreamDecoder:
         return self._decode(self.frames.gap(size))
 
     # The same, step by step: event lists of one item each (an envelope or
-    # a damaged region) and, with a fast lane (lane.py), LaneRuns
-    # of the envelopes the lane consumed, in stream order.  The caller must
-    # handle each step before asking for the next: what it does with an
-    # event may change what the next one means (the stream rules look the
-    # Delta's schema up in the registry a later Handshake fills), and the
-    # lane reads that state too.
+    # a damaged region), in stream order.  The caller handles each step
+    # before asking for the next: what it does with an event may change
+    # what the next one means (the stream rules look the Delta's schema up
+    # in the registry a later Handshake fills).  The stream dissector
+    # (stream.py) puts its fast lane's runs between the steps.
 
-    def feed_steps(self, data: bytes | bytearray | memoryview, lane: Lane | None) -> Iterator[LaneRun | list[Event]]:
+    def feed_steps(self, data: bytes | bytearray | memoryview) -> Iterator[list[Event]]:
         self.frames.append(data)
-        yield from self._steps(lane, final=False)
+        yield from self._steps(final=False)
         self.frames.compact()
 
-    def finish_steps(self, lane: Lane | None) -> Iterator[LaneRun | list[Event]]:
-        yield from self._steps(lane, final=True)
+    def finish_steps(self) -> Iterator[list[Event]]:
+        yield from self._steps(final=True)
         self.frames.drop_all()
 
-    def gap_steps(self, size: int, lane: Lane | None) -> Iterator[LaneRun | list[Event]]:
-        yield from self._steps(lane, final=False)
-        self.frames.hole(size)
+    def _steps(self, final: bool) -> Iterator[list[Event]]:
+        while (events := self.step(final)) is not None:
+            yield events
 
-    def _steps(self, lane: Lane | None, final: bool) -> Iterator[LaneRun | list[Event]]:
-        while True:
-            if lane is not None:
-                batch = lane.run()
-                if batch is not None:
-                    yield batch
-            items = self.frames.step(final)
-            if not items:
-                return
-            yield self._decode(items)
+    def step(self, final: bool) -> list[Event] | None:
+        """The events of the next envelope or damaged region in the buffer;
+        None when it holds no whole one (`final`: the stream is over)."""
+        items = self.frames.step(final)
+        return self._decode(items) if items else None
 
     def _decode(self, items: list[Frame | Problem]) -> list[Event]:
         out: list[Event] = []

@@ -1,7 +1,8 @@
 """Ripple's fast lane: boring envelopes in C (codec/fast), the rest in Python.
 
-A `Lane` belongs to one stream's `StreamDecoder` (and its `SequenceChecker`
-when stream rules are checked).  `StreamDecoder.steps` alternates:
+A `Lane` belongs to one stream's decoder (its FrameDecoder and schema
+registry) and its `SequenceChecker` when stream rules are checked.  The
+stream dissector (stream.py) alternates:
 
     lane.run()          the C scanner consumes the boring envelopes at the
                         head of the FrameDecoder's buffer -> one `LaneRun`
@@ -46,7 +47,8 @@ from ripple_cli.protocols.ripple.rules import (
 if TYPE_CHECKING:
     from ripple_cli.codec.delta import CompiledSchema
     from ripple_cli.codec.fast._speedups import Program
-    from ripple_cli.protocols.ripple.decoder import StreamDecoder
+    from ripple_cli.codec.framing import FrameDecoder
+    from ripple_cli.codec.registry import SchemaRegistry
 
 
 # Not frozen: a capture makes a LaneRun per packet, and a frozen dataclass's
@@ -102,28 +104,18 @@ class LaneRun(Run):
 _BACKOFF_CAP = 64
 
 
-class Lane:
-    def __init__(
-        self, accel: ModuleType, decoder: StreamDecoder, checker: SequenceChecker | None, render: bool
-    ) -> None:
-        self.frames = decoder.frames
-        self.registry = decoder.messages.registry
-        self.checker = checker
-        self.raw = decoder.messages.delta_mode is DeltaMode.RAW
-        self._scanner = accel.Scanner(
-            max_payload=self.frames.max_payload,
-            render=render,
-            raw=self.raw,
-            rules=checker is not None,
-            resolve=self._resolve,
-        )
-        self._skip = 0
-        self._backoff = 1
-        self._programs: dict[CompiledSchema, Program | None] = {}
-        self._resumes_at = -1  # stream offset where the last run stopped
+class _Resolver:
+    """What the scanner asks about a fingerprint: is the schema known
+    (registry.get), and its program."""
 
-    def _resolve(self, fingerprint: bytes) -> tuple[bool, Program | None]:
-        """Is the schema known (registry.get), and its program."""
+    __slots__ = ("programs", "raw", "registry")
+
+    def __init__(self, registry: SchemaRegistry, raw: bool) -> None:
+        self.registry = registry
+        self.raw = raw
+        self.programs: dict[CompiledSchema, Program | None] = {}
+
+    def __call__(self, fingerprint: bytes) -> tuple[bool, Program | None]:
         compiled = self.registry.get(fingerprint)
         if compiled is None:
             return False, None
@@ -133,9 +125,41 @@ class Lane:
         # have changed the answer), and a capture calls run once a packet:
         # compile_program's cache hashes the whole Schema tree, which cost
         # more than decoding the packet.  CompiledSchema hashes by identity.
-        if compiled not in self._programs:
-            self._programs[compiled] = compile_program(compiled.schema)
-        return True, self._programs[compiled]
+        program = self.programs.get(compiled, _UNCOMPILED)
+        if program is _UNCOMPILED:
+            program = self.programs[compiled] = compile_program(compiled.schema)
+        return True, program
+
+
+_UNCOMPILED: Any = object()
+
+
+class Lane:
+    def __init__(
+        self,
+        accel: ModuleType,
+        frames: FrameDecoder,
+        registry: SchemaRegistry,
+        deltas: DeltaMode,
+        checker: SequenceChecker | None,
+        render: bool,
+    ) -> None:
+        self.frames = frames
+        self.checker = checker
+        self.raw = deltas is DeltaMode.RAW
+        # The scanner holds the resolver, not the lane: the C object takes no
+        # part in garbage collection, so a cycle through it (lane -> scanner
+        # -> bound method -> lane) would never be freed, a lane per stream.
+        self._scanner = accel.Scanner(
+            max_payload=frames.max_payload,
+            render=render,
+            raw=self.raw,
+            rules=checker is not None,
+            resolve=_Resolver(registry, self.raw),
+        )
+        self._skip = 0
+        self._backoff = 1
+        self._resumes_at = -1  # stream offset where the last run stopped
 
     def run(self) -> LaneRun | None:
         """Consume the boring envelopes at the head of the buffer."""

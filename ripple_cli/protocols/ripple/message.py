@@ -16,7 +16,7 @@ from ripple_cli.codec.text import envelope_to_line, envelope_to_sexp
 from ripple_cli.protocols.item import Cells
 from ripple_cli.sexp.write import to_string_hum
 
-# The table's type colours (also Dissector.type_styles) and its short names.
+# The table's type colours (Dissector.type_styles) and its short names.
 TYPE_STYLES = {
     "Delta": "cyan",
     "Handshake": "bold green",
@@ -64,7 +64,6 @@ class Message:
         name = self.type
         return Cells(
             summary(body),
-            TYPE_STYLES.get(name, "yellow"),
             _SHORT.get(name, name),
             f.seq,
             f.time_ns,

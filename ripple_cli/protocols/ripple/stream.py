@@ -23,7 +23,9 @@ class RippleStream(StreamDissector):
         self.checker = SequenceChecker(self.decoder.messages.registry) if options.rules else None
         self.lane: Lane | None = None
         if options.lane is not None and (accel := speedups()) is not None:
-            self.lane = Lane(accel, self.decoder, self.checker, render=options.lane is LaneKind.SEXP)
+            d = self.decoder
+            render = options.lane is LaneKind.SEXP
+            self.lane = Lane(accel, d.frames, d.messages.registry, options.deltas, self.checker, render)
         # Step by step when the rules are checked (each message is observed
         # before the next is decoded, so a Delta is judged with the schemas
         # known at its place in the stream) or with a fast lane.
@@ -33,19 +35,42 @@ class RippleStream(StreamDissector):
         self.decoder.frames.join_midstream()
 
     def feed(self, data: bytes) -> list[Item]:
-        if self._steps:
-            return self._take(self.decoder.feed_steps(data, self.lane))
-        return self._events(self.decoder.feed(data))
+        if not self._steps:
+            return self._events(self.decoder.feed(data))
+        frames = self.decoder.frames
+        frames.append(data)
+        out = self._take(self._lane_steps(final=False))
+        frames.compact()
+        return out
 
     def gap(self, size: int) -> list[Item]:
-        if self._steps:
-            return self._take(self.decoder.gap_steps(size, self.lane))
-        return self._events(self.decoder.gap(size))
+        if not self._steps:
+            return self._events(self.decoder.gap(size))
+        out = self._take(self._lane_steps(final=False))
+        self.decoder.frames.hole(size)
+        return out
 
     def finish(self) -> list[Item]:
-        if self._steps:
-            return self._take(self.decoder.finish_steps(self.lane))
-        return self._events(self.decoder.finish())
+        if not self._steps:
+            return self._events(self.decoder.finish())
+        out = self._take(self._lane_steps(final=True))
+        self.decoder.frames.drop_all()
+        return out
+
+    def _lane_steps(self, final: bool) -> Iterator[LaneRun | list[Event]]:
+        """The lane's run of the ordinary envelopes at the head of the
+        buffer, then the decoder's next step (the envelope the lane stopped
+        at, or a damaged region), and again, in stream order; each is
+        handled (rules included) before the next is taken, as both read
+        the state the other leaves (the checker's last seq, the registry)."""
+        lane, decoder = self.lane, self.decoder
+        while True:
+            if lane is not None and (run := lane.run()) is not None:
+                yield run
+            events = decoder.step(final)
+            if events is None:
+                return
+            yield events
 
     def _take(self, steps: Iterator[LaneRun | list[Event]]) -> list[Item]:
         out: list[Item] = []
