@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.schema import Schema, SexpShapeError, schema_of_sexp
 from ripple_cli.errors import InputUnreadable
-from ripple_cli.sources.files import open_error
 from ripple_cli.sexp import SexpSyntaxError, parse_one
+from ripple_cli.sources.files import open_error
 
 SCHEMA_SUFFIX = ".sexp"
 MAX_SCHEMA_FILE = 16 << 20

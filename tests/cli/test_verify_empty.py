@@ -53,10 +53,10 @@ def test_stream_that_selects_nothing_fails(tmp_path: Path) -> None:
 
 def test_filter_that_selects_nothing_fails() -> None:
     assert run_cli(["verify", *MORE, "-Y", "type == Delta", str(DEMO)]).code == 0
-    r = run_cli(["verify", "-Y", "key == \"NOSUCH\"", str(DEMO)])
+    r = run_cli(["verify", "-Y", 'key == "NOSUCH"', str(DEMO)])
     assert r.code == 1, r.stderr
     assert r.stderr == f"ripple: {DEMO}: -Y 'key == \"NOSUCH\"' selects no message (--allow-empty accepts that)\n"
-    assert run_cli(["verify", "--allow-empty", "-Y", "key == \"NOSUCH\"", str(DEMO)]).code == 0
+    assert run_cli(["verify", "--allow-empty", "-Y", 'key == "NOSUCH"', str(DEMO)]).code == 0
 
 
 def test_only_the_empty_input_is_named(tmp_path: Path) -> None:
