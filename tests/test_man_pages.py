@@ -247,9 +247,12 @@ def test_every_option_is_documented(path: tuple[str, ...], opt: click.Option) ->
             assert re.search(r"(?<![\w-])" + re.escape(str(choice)) + r"(?![\w-])", text, re.IGNORECASE), (
                 f"`{command}`: the entry of {opt.opts[-1]} in man/{name} does not name the choice {choice!r}"
             )
-    if isinstance(opt.show_default, str):
-        assert opt.show_default in text, (
-            f"`{command}`: the entry of {opt.opts[-1]} in man/{name} does not give the default {opt.show_default}"
+    shown = opt.show_default if isinstance(opt.show_default, str) else None
+    if opt.show_default is True and isinstance(opt.default, str):
+        shown = opt.default
+    if shown is not None:
+        assert shown in text, (
+            f"`{command}`: the entry of {opt.opts[-1]} in man/{name} does not give the default {shown}"
         )
     if opt.required:
         assert "Required" in text, f"`{command}`: the entry of {opt.opts[-1]} in man/{name} does not say Required"
@@ -314,3 +317,21 @@ def test_page_renders_without_warnings(renderer: list[str], name: str) -> None:
     assert proc.stderr == "", f"{renderer[0]} warns about man/{name}:\n{proc.stderr}"
     if renderer[0] == "man":
         assert "SYNOPSIS" in proc.stdout, f"man -l man/{name} printed no SYNOPSIS"
+
+
+# ---------------------------------------------------------------- help reads well
+
+
+def help_text(path: tuple[str, ...]) -> str:
+    ctx: click.Context | None = None
+    for i in range(1, len(path) + 1):
+        ctx = click.Context(COMMANDS[path[:i]], info_name=path[i - 1], parent=ctx, terminal_width=100)
+    assert ctx is not None
+    return ctx.command.get_help(ctx)
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=" ".join)
+def test_help_shows_metavars_and_defaults_plainly(path: tuple[str, ...]) -> None:
+    text = help_text(path)
+    for bad in ("INTEGER RANGE", "FLOAT RANGE", "[default: ("):
+        assert bad not in text, f"`{' '.join(path)} --help` shows {bad!r}:\n{text}"

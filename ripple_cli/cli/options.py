@@ -68,8 +68,8 @@ def max_payload_option(f: F) -> F:
     return click.option(
         "--max-payload",
         type=ByteSize(),
-        default=DEFAULT_MAX_PAYLOAD,
-        show_default="16M",
+        default="16M",  # DEFAULT_MAX_PAYLOAD
+        show_default=True,
         help="Largest payload length accepted; a longer one is a framing problem.",
     )(f)
 
@@ -134,7 +134,14 @@ class MessageTypeName(click.ParamType):  # type: ignore[type-arg]
 def selection_options(f: F) -> F:
     """Which messages to show: the same for every command that prints them."""
     return _compose(
-        click.option("--count", "-c", type=click.IntRange(min=0), default=None, help="Stop after showing N messages."),
+        click.option(
+            "--count",
+            "-c",
+            type=click.IntRange(min=0),
+            metavar="N",
+            default=None,
+            help="Stop after showing N messages.",
+        ),
         click.option(
             "--type",
             "types",
@@ -172,7 +179,9 @@ def ports_option(help_text: str) -> Callable[[F], F]:
 
 
 def max_flows_option(help_text: str) -> Callable[[F], F]:
-    return click.option("--max-flows", type=click.IntRange(min=1), default=10000, show_default=True, help=help_text)
+    return click.option(
+        "--max-flows", type=click.IntRange(min=1), metavar="N", default=10000, show_default=True, help=help_text
+    )
 
 
 def capture_options(f: F) -> F:
@@ -225,8 +234,8 @@ def protocol_options(f: F) -> F:
         click.option(
             "--max-inflate",
             type=ByteSize(),
-            default=DEFAULT_MAX_INFLATE,
-            show_default="64M",
+            default="64M",  # DEFAULT_MAX_INFLATE
+            show_default=True,
             help="Largest size one compressed frame may inflate to; beyond it is a problem, not a decompression bomb.",
         ),
     )(f)
