@@ -184,13 +184,25 @@ def max_flows_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+PORT_HELP = (
+    "Only connections on this TCP port, decoded without detection: as --protocol, else as the "
+    "protocol registered for the port, else as Ripple (repeatable). Default: all, detected by content."
+)
+# For a command without --protocol (replay).
+PORT_HELP_NO_PROTOCOL = (
+    "Only connections on this TCP port, decoded without detection: as the protocol registered for "
+    "the port, else as Ripple (repeatable). Default: all, detected by content."
+)
+
+
 def capture_options(f: F) -> F:
     """How captures (pcap, pcapng) are read; ignored for raw streams."""
+    return capture_options_with(PORT_HELP)(f)
+
+
+def capture_options_with(port_help: str) -> Callable[[F], F]:
     return _compose(
-        ports_option(
-            "Only connections on this TCP port, decoded without detection: as --protocol, else as the "
-            "protocol registered for the port, else as Ripple (repeatable). Default: all, detected by content."
-        ),
+        ports_option(port_help),
         click.option(
             "--stream",
             "stream_id",
@@ -198,7 +210,7 @@ def capture_options(f: F) -> F:
             help="Only this connection of a capture: N (both directions) or N:c2s / N:s2c.",
         ),
         max_flows_option("Open connections kept at once; the idlest beyond it is evicted with a note."),
-    )(f)
+    )
 
 
 def parse_stream_id(value: str | None) -> tuple[int, str | None] | None:
@@ -222,7 +234,8 @@ def protocol_options(f: F) -> F:
             default="auto",
             show_default=True,
             metavar="NAME",
-            help="auto (recognise each connection by its first bytes), or one protocol of --list-protocols.",
+            help="auto (recognise each connection by its first bytes), "
+            "or one protocol of ripple decode --list-protocols.",
         ),
         click.option(
             "--decode-as",

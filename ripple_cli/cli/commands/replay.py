@@ -6,7 +6,14 @@ from dataclasses import dataclass
 
 import click
 
-from ripple_cli.cli.options import capture_options, format_option, group, inputs_group, max_payload_option
+from ripple_cli.cli.options import (
+    PORT_HELP_NO_PROTOCOL,
+    capture_options_with,
+    format_option,
+    group,
+    inputs_group,
+    max_payload_option,
+)
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, InvalidInput, RippleError, UsageProblem
 from ripple_cli.flow.inputs import Inputs
@@ -120,7 +127,7 @@ def _timing(
     help="How long to wait to connect, and for the peer's answer to the Handshake.",
 )
 @format_option(("text", "json"), "Default: text on stderr; json prints the report on stdout.")
-@capture_options
+@capture_options_with(PORT_HELP_NO_PROTOCOL)
 @max_payload_option
 @click.pass_obj
 def replay(

@@ -193,7 +193,8 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
     """Write one schema file per schema declared in a stream's Handshakes.
 
     Files are named NAME_vVERSION.sexp and hold the indented s-expression,
-    ready for --schemas.  Nothing is written outside DIR.
+    ready for ripple decode --schemas (or verify's).  Nothing is written
+    outside DIR.
     """
     items = schemas_in_stream(stream, env, max_payload)
     if not items:
