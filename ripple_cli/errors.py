@@ -25,6 +25,12 @@ EXIT_CODES = {
 }
 
 
+class PipeClosed(Exception):
+    """stdout's reader went away (`| head`).  Deliberately not an OSError,
+    so that neither Click nor rich (which would exit 1) handles it: it
+    reaches `run_guarded`, which exits quietly with EXIT_BROKEN_PIPE."""
+
+
 class RippleError(Exception):
     """An error to report in one line; `exit_code` says which kind."""
 

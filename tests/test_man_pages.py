@@ -247,9 +247,12 @@ def test_every_option_is_documented(path: tuple[str, ...], opt: click.Option) ->
             assert re.search(r"(?<![\w-])" + re.escape(str(choice)) + r"(?![\w-])", text, re.IGNORECASE), (
                 f"`{command}`: the entry of {opt.opts[-1]} in man/{name} does not name the choice {choice!r}"
             )
-    if isinstance(opt.show_default, str):
-        assert opt.show_default in text, (
-            f"`{command}`: the entry of {opt.opts[-1]} in man/{name} does not give the default {opt.show_default}"
+    shown = opt.show_default if isinstance(opt.show_default, str) else None
+    if opt.show_default is True and isinstance(opt.default, str):
+        shown = opt.default
+    if shown is not None:
+        assert shown in text, (
+            f"`{command}`: the entry of {opt.opts[-1]} in man/{name} does not give the default {shown}"
         )
     if opt.required:
         assert "Required" in text, f"`{command}`: the entry of {opt.opts[-1]} in man/{name} does not say Required"
@@ -314,3 +317,159 @@ def test_page_renders_without_warnings(renderer: list[str], name: str) -> None:
     assert proc.stderr == "", f"{renderer[0]} warns about man/{name}:\n{proc.stderr}"
     if renderer[0] == "man":
         assert "SYNOPSIS" in proc.stdout, f"man -l man/{name} printed no SYNOPSIS"
+
+
+# ---------------------------------------------------------------- help reads well
+
+
+def help_text(path: tuple[str, ...], width: int = 100) -> str:
+    ctx: click.Context | None = None
+    for i in range(1, len(path) + 1):
+        ctx = click.Context(
+            COMMANDS[path[:i]], info_name=path[i - 1], parent=ctx, terminal_width=width, max_content_width=width
+        )
+    assert ctx is not None
+    return ctx.command.get_help(ctx)
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=" ".join)
+def test_help_shows_metavars_and_defaults_plainly(path: tuple[str, ...]) -> None:
+    text = help_text(path)
+    for bad in ("INTEGER RANGE", "FLOAT RANGE", "[default: ("):
+        assert bad not in text, f"`{' '.join(path)} --help` shows {bad!r}:\n{text}"
+
+
+# ---------------------------------------------------------------- names that exist
+#
+# The other way round: every `--option` that help text or a man page names
+# is an option of that command (or of `ripple` itself), or is written as
+# another command's (`decode --list-protocols`, `ripple tap ... --listen`),
+# or follows another program's name on its line (`nc -l`, `tcpdump -w`).
+
+OTHER_PROGRAMS = frozenset(
+    [
+        "tcpdump",
+        "tshark",
+        "wireshark",
+        "jq",
+        "nc",
+        "netcat",
+        "ncat",
+        "socat",
+        "pip",
+        "pipx",
+        "python",
+        "python3",
+        "spark-submit",
+        "git",
+        "make",
+        "man",
+        "groff",
+        "curl",
+        "ssh",
+        "sudo",
+        "node",
+        "npm",
+        "head",
+        "tail",
+        "sort",
+        "cut",
+        "xargs",
+        "bash",
+        "sh",
+        "date",
+        "timeout",
+        "mkfifo",
+        "ocaml",
+        "dune",
+        "sed",
+        "awk",
+        "grep",
+        "rstmdb",
+    ]
+)
+_OPTION = re.compile(r"(?<![\w./=-])--[a-z][a-z0-9-]*")
+_WORD = re.compile(r"[A-Za-z_][\w.-]*")
+
+
+def command_options(path: tuple[str, ...]) -> set[str]:
+    """The option strings of a command, and of its subcommands."""
+    out: set[str] = set(HELP_OPTS)
+    for p, cmd in COMMANDS.items():
+        if p[: len(path)] == path:
+            for param in cmd.params:
+                if isinstance(param, click.Option):
+                    out.update(param.opts, param.secondary_opts)
+    return out
+
+
+GLOBAL = {s for p in COMMANDS[("ripple",)].params if isinstance(p, click.Option) for s in (*p.opts, *p.secondary_opts)}
+TOP = {p[1] for p in COMMANDS if len(p) == 2}
+
+
+def owner(line: str, at: int, own: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Whose option the one at `at` is: the nearest program named before it
+    on its line (`ripple CMD`, a bare command name, another program: None),
+    else the text's own command."""
+    start = max((m.end() for m in re.finditer(r"[.;:)](?:\s|$)", line[:at])), default=0)  # this sentence
+    words = list(_WORD.finditer(line, start, at))
+    for i in range(len(words) - 1, max(-1, len(words) - 9), -1):  # within 8 words
+        w = words[i].group()
+        if w in OTHER_PROGRAMS:
+            return None
+        if w in TOP:
+            prev = words[i - 1].group() if i else ""
+            nxt = words[i + 1].group() if i + 1 < len(words) else ""
+            if prev == "ripple" or line[words[i].end() : words[i].end() + 2] == " -" or nxt in ("show", "check"):
+                return ("ripple", w)
+    return own
+
+
+def unknown_options(text: str, own: tuple[str, ...]) -> list[str]:
+    bad = []
+    for line in text.splitlines():
+        for m in _OPTION.finditer(line):
+            who = owner(line, m.start(), own)
+            if who is None:
+                continue
+            known = command_options(who) | GLOBAL
+            if m.group() not in known:
+                bad.append(f"{m.group()} (as an option of `{' '.join(who)}`) in: {line.strip()}")
+    return bad
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=" ".join)
+def test_help_names_only_options_that_exist(path: tuple[str, ...]) -> None:
+    bad = unknown_options(help_text(path, width=100_000), path)  # a paragraph a line
+    assert not bad, f"`{' '.join(path)} --help` names options that do not exist:\n" + "\n".join(bad)
+
+
+MAN_PAGES = sorted(p.name for p in MAN.glob("ripple*.[17]"))
+
+
+@pytest.mark.parametrize("name", MAN_PAGES)
+def test_man_page_names_only_options_that_exist(name: str) -> None:
+    stem = name.rsplit(".", 1)[0]
+    cmd = stem.removeprefix("ripple-") if stem != "ripple" else ""
+    own = ("ripple", cmd) if cmd in TOP else ("ripple",)
+    # A paragraph is one line: `.BR decode` and `\-\-list\-streams` are often on two.
+    paragraphs, cur = [], []
+    for line in Page.load(name).lines:
+        if line.startswith('.\\"'):
+            continue
+        if line.split(" ")[0] in (*_END_OF_ENTRY, ".IP", ".RS", ".RE", ".EX", ".EE", ""):
+            paragraphs.append(" ".join(cur))
+            cur = []
+        cur.append(macro_args(line))
+    paragraphs.append(" ".join(cur))
+    bad = unknown_options("\n".join(paragraphs), own)
+    assert not bad, f"man/{name} names options that do not exist:\n" + "\n".join(bad)
+
+
+def test_the_option_check_itself() -> None:
+    verify = ("ripple", "verify")
+    assert unknown_options("auto, or one protocol of --list-protocols.", verify)
+    assert not unknown_options("auto, or one protocol of ripple decode --list-protocols.", verify)
+    assert not unknown_options("see decode --list-streams; --allow-empty, --color", verify)
+    assert not unknown_options("then nc -l --keep-open 9000", verify)
+    assert unknown_options("ripple replay --protocol x", verify)

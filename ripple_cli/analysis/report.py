@@ -40,6 +40,9 @@ class Report:
         self.sources: list[SourceReport] = []
         self.keep_problems = keep_problems  # the rest are counted, not kept
         self.dropped: Counter[str] = Counter()
+        # Inputs that gave no message (none at all, or none selected): a
+        # problem of the run, for verify, unless --allow-empty.
+        self.empty: list[str] = []
 
     def source(self, name: str) -> SourceReport:
         rep = SourceReport(name)
@@ -71,6 +74,10 @@ class Report:
             rep.problems.extend(run.problems(limit=min(room, count)))
             self.dropped[rep.name] += count - min(room, count)
 
+    def nothing(self, name: str) -> None:
+        """The input `name` gave no message (or its selection none)."""
+        self.empty.append(name)
+
     def is_problem(self, p: Problem) -> bool:
         return p.severity is Severity.ERROR or self.strict
 
@@ -84,4 +91,4 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_PROBLEMS if self.problem_count else EXIT_OK
+        return EXIT_PROBLEMS if self.problem_count or self.empty else EXIT_OK

@@ -87,6 +87,11 @@ class VerifySink:
         if not self.per_stream:
             self.report.source(self.name)  # an empty input is still a verified stream
 
+    @property
+    def messages(self) -> int:
+        """The messages counted for this input so far (matching -Y, if given)."""
+        return sum(rep.messages for rep in self.per_stream.values())
+
     def forget(self) -> None:
         """The input could not be read: its reports go."""
         for rep in self.per_stream.values():

@@ -59,8 +59,8 @@ def batch_options(f: F) -> F:
             click.option(
                 "--split-size",
                 type=ByteSize(),
-                default=64 << 20,
-                show_default="64M",
+                default="64M",
+                show_default=True,
                 help="Raw streams are decoded in byte ranges of this size, in parallel.",
             ),
             ports_option("Capture connections on this TCP port carry Ripple (repeatable). Default: detect by content."),

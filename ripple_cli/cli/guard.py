@@ -1,7 +1,9 @@
 """The wrapper every invocation runs in: exceptions become exit codes.
 
 Bad input gives one line on stderr and a documented exit code, never a
-traceback; a closed pipe (`| head`) ends the program quietly.
+traceback; a closed pipe (`| head`) ends the program quietly with 141,
+whatever wrote: the Environment's stdout turns a broken pipe into
+`PipeClosed`, which neither Click nor rich intercepts.
 """
 
 from __future__ import annotations
@@ -13,12 +15,9 @@ from typing import NoReturn, TextIO
 
 import click
 
-from ripple_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, RippleError
+from ripple_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, PipeClosed, RippleError
 
-
-class PipeClosed(Exception):
-    """stdout's reader went away; deliberately not an OSError, so that
-    Click lets it through to `run_guarded`."""
+__all__ = ["PipeClosed", "run_guarded"]
 
 
 def _stderr_line(stderr: TextIO, text: str) -> None:

@@ -10,7 +10,7 @@ import click
 
 from ripple_cli import __version__
 from ripple_cli.cli.guard import PipeClosed, run_guarded
-from ripple_cli.terminal.environment import Environment
+from ripple_cli.terminal.environment import COLOR_MODES, Environment
 
 # name -> (module, attribute, one-line help shown by `ripple --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -58,8 +58,16 @@ class LazyGroup(click.Group):
     epilog="Exit status: 0 clean, 1 problems found, 2 usage, 3 unreadable input. See ripple(1).",
 )
 @click.version_option(__version__, "-V", "--version", prog_name="ripple")
+@click.option(
+    "--color",
+    "color",
+    type=click.Choice(COLOR_MODES),
+    default="auto",
+    show_default=True,
+    help="Colour the output: always, never, or auto (on a terminal, unless $NO_COLOR; $FORCE_COLOR forces it).",
+)
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(ctx: click.Context, color: str) -> None:
     """ripple: see what Ripple workers say on the wire.
 
     Decode, encode and verify Ripple streams: envelopes with bin_prot
@@ -67,6 +75,8 @@ def cli(ctx: click.Context) -> None:
     """
     if ctx.obj is None:
         ctx.obj = Environment()
+    if color != "auto":
+        ctx.obj.color_mode = color
 
 
 def main(args: list[str] | None = None, env: Environment | None = None) -> Any:

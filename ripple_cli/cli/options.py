@@ -68,8 +68,8 @@ def max_payload_option(f: F) -> F:
     return click.option(
         "--max-payload",
         type=ByteSize(),
-        default=DEFAULT_MAX_PAYLOAD,
-        show_default="16M",
+        default="16M",  # DEFAULT_MAX_PAYLOAD
+        show_default=True,
         help="Largest payload length accepted; a longer one is a framing problem.",
     )(f)
 
@@ -134,7 +134,14 @@ class MessageTypeName(click.ParamType):  # type: ignore[type-arg]
 def selection_options(f: F) -> F:
     """Which messages to show: the same for every command that prints them."""
     return _compose(
-        click.option("--count", "-c", type=click.IntRange(min=0), default=None, help="Stop after showing N messages."),
+        click.option(
+            "--count",
+            "-c",
+            type=click.IntRange(min=0),
+            metavar="N",
+            default=None,
+            help="Stop after showing N messages.",
+        ),
         click.option(
             "--type",
             "types",
@@ -172,16 +179,30 @@ def ports_option(help_text: str) -> Callable[[F], F]:
 
 
 def max_flows_option(help_text: str) -> Callable[[F], F]:
-    return click.option("--max-flows", type=click.IntRange(min=1), default=10000, show_default=True, help=help_text)
+    return click.option(
+        "--max-flows", type=click.IntRange(min=1), metavar="N", default=10000, show_default=True, help=help_text
+    )
+
+
+PORT_HELP = (
+    "Only connections on this TCP port, decoded without detection: as --protocol, else as the "
+    "protocol registered for the port, else as Ripple (repeatable). Default: all, detected by content."
+)
+# For a command without --protocol (replay).
+PORT_HELP_NO_PROTOCOL = (
+    "Only connections on this TCP port, decoded without detection: as the protocol registered for "
+    "the port, else as Ripple (repeatable). Default: all, detected by content."
+)
 
 
 def capture_options(f: F) -> F:
     """How captures (pcap, pcapng) are read; ignored for raw streams."""
+    return capture_options_with(PORT_HELP)(f)
+
+
+def capture_options_with(port_help: str) -> Callable[[F], F]:
     return _compose(
-        ports_option(
-            "Only connections on this TCP port, decoded without detection: as --protocol, else as the "
-            "protocol registered for the port, else as Ripple (repeatable). Default: all, detected by content."
-        ),
+        ports_option(port_help),
         click.option(
             "--stream",
             "stream_id",
@@ -189,7 +210,7 @@ def capture_options(f: F) -> F:
             help="Only this connection of a capture: N (both directions) or N:c2s / N:s2c.",
         ),
         max_flows_option("Open connections kept at once; the idlest beyond it is evicted with a note."),
-    )(f)
+    )
 
 
 def parse_stream_id(value: str | None) -> tuple[int, str | None] | None:
@@ -213,7 +234,8 @@ def protocol_options(f: F) -> F:
             default="auto",
             show_default=True,
             metavar="NAME",
-            help="auto (recognise each connection by its first bytes), or one protocol of --list-protocols.",
+            help="auto (recognise each connection by its first bytes), "
+            "or one protocol of ripple decode --list-protocols.",
         ),
         click.option(
             "--decode-as",
@@ -225,8 +247,8 @@ def protocol_options(f: F) -> F:
         click.option(
             "--max-inflate",
             type=ByteSize(),
-            default=DEFAULT_MAX_INFLATE,
-            show_default="64M",
+            default="64M",  # DEFAULT_MAX_INFLATE
+            show_default=True,
             help="Largest size one compressed frame may inflate to; beyond it is a problem, not a decompression bomb.",
         ),
     )(f)

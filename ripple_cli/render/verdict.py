@@ -53,6 +53,8 @@ def text_report(report: Report, unreadable: list[str]) -> str:
         tail += f", {_plural(report.warning_count, 'warning')}"
     if unreadable:
         tail += f", {len(unreadable)} unreadable"
+    if report.empty:
+        tail += f", {_plural(len(report.empty), 'input')} with no message"
     lines.append(tail)
     return "\n".join(lines) + "\n"
 
@@ -106,7 +108,7 @@ def json_report(report: Report, unreadable: list[str]) -> bytes:
 
     doc = {
         "v": VERIFY_JSON_VERSION,
-        "ok": report.problem_count == 0 and not unreadable,
+        "ok": report.problem_count == 0 and not unreadable and not report.empty,
         "strict": report.strict,
         "problems": report.problem_count,
         "warnings": report.warning_count,
@@ -123,6 +125,7 @@ def json_report(report: Report, unreadable: list[str]) -> bytes:
             for s in report.sources
         ],
         "unreadable": unreadable,
+        "empty": report.empty,
     }
     return dumps(doc) + b"\n"
 
@@ -131,8 +134,8 @@ def junit_report(report: Report, unreadable: list[str]) -> bytes:
     """One test case per stream; its problems are the failure's text."""
     import xml.etree.ElementTree as ET  # here: verify's start-up is a good part of its time
 
-    cases = len(report.sources) + len(unreadable)
-    failures = sum(1 for s in report.sources if s.counts(report.strict)[0])
+    cases = len(report.sources) + len(unreadable) + len(report.empty)
+    failures = sum(1 for s in report.sources if s.counts(report.strict)[0]) + len(report.empty)
     suites = ET.Element(
         "testsuites", name="ripple verify", tests=str(cases), failures=str(failures), errors=str(len(unreadable))
     )
@@ -152,6 +155,9 @@ def junit_report(report: Report, unreadable: list[str]) -> bytes:
     for name in unreadable:
         case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=name)
         ET.SubElement(case, "error", message="unreadable input", type="ripple.unreadable")
+    for name in report.empty:
+        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=f"{name} (messages)")
+        ET.SubElement(case, "failure", message="no message", type="ripple.empty")
     ET.indent(suites)
     data: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)
     return data + b"\n"

@@ -34,6 +34,7 @@ class ReplayOptions:
     handshake_timeout_s: float = 10.0  # to connect, and for the answer to the Handshake
     max_payload: int = DEFAULT_MAX_PAYLOAD
     renumber_from: int = 1  # the first envelope seq and Delta sequence_no when renumbering
+    wait_answer: bool = True  # --handshake wait: the Schema_negotiation before the rest; none: no wait
 
 
 def plan(rec: Recording, loops: int) -> Iterator[tuple[int, bytes]]:
@@ -94,7 +95,10 @@ def _replay(
             try:
                 encode = Renumberer(opts.renumber_from) if opts.renumber else None
                 handshake = rec.handshake.data if encode is None else encode(rec.handshake.data)
-                session.negotiate(handshake, opts.handshake_timeout_s)
+                if opts.wait_answer:
+                    session.negotiate(handshake, opts.handshake_timeout_s)
+                else:
+                    session.send_handshake(handshake)
                 schedule = Schedule(opts.pacing, clock())
                 session.stream(plan(rec, opts.loops), encode, schedule, opts.limit)
                 complete = True

@@ -146,13 +146,18 @@ class Session:
 
     # ------------------------------------------------------------ the exchange
 
-    def negotiate(self, handshake: bytes, timeout_s: float) -> None:
-        """Send the Handshake, then wait for the peer's Schema_negotiation."""
+    def send_handshake(self, handshake: bytes) -> None:
+        """Send the Handshake and go on (--handshake none): a refusal that
+        comes later is still noticed while the rest is sent."""
         self._write(handshake)
         self.stats.handshakes += 1
         self.stats.handshake_bytes += len(handshake)
         self.stats.messages += 1
         self.stats.bytes += len(handshake)
+
+    def negotiate(self, handshake: bytes, timeout_s: float) -> None:
+        """Send the Handshake, then wait for the peer's Schema_negotiation."""
+        self.send_handshake(handshake)
         deadline = self.clock() + int(timeout_s * 1e9)
         while not self.answered:
             left = deadline - self.clock()

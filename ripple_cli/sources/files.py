@@ -15,6 +15,18 @@ def display_name(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
+def open_error(name: str, e: OSError, what: str = "cannot open") -> InputUnreadable:
+    """The one line every command gives for an input it cannot open:
+    `NAME: no such file`, `NAME: is a directory`, ... (exit status 3)."""
+    if isinstance(e, FileNotFoundError):
+        return InputUnreadable(f"{name}: no such file")
+    if isinstance(e, IsADirectoryError):
+        return InputUnreadable(f"{name}: is a directory")
+    if isinstance(e, PermissionError):
+        return InputUnreadable(f"{name}: permission denied")
+    return InputUnreadable(f"{name}: {what}: {e.strerror or e}")
+
+
 def read_chunks(path: str, stdin: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     """The file's bytes in chunks; `-` is stdin, read as data arrives so that
     a pipe gives a live view."""
@@ -24,14 +36,8 @@ def read_chunks(path: str, stdin: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Ite
         return
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, after the generator ends
-    except FileNotFoundError:
-        raise InputUnreadable(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputUnreadable(f"{name}: is a directory") from None
-    except PermissionError:
-        raise InputUnreadable(f"{name}: permission denied") from None
     except OSError as e:
-        raise InputUnreadable(f"{name}: cannot open: {e.strerror or e}") from None
+        raise open_error(name, e) from None
     with f:
         yield from _read_stream(f, name, chunk_size, live=False)
 

@@ -9,6 +9,7 @@ from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.schema import Schema, SexpShapeError, schema_of_sexp
 from ripple_cli.errors import InputUnreadable
 from ripple_cli.sexp import SexpSyntaxError, parse_one
+from ripple_cli.sources.files import open_error
 
 SCHEMA_SUFFIX = ".sexp"
 MAX_SCHEMA_FILE = 16 << 20
@@ -19,7 +20,7 @@ def load_schema_file(path: str) -> Schema:
         with open(path, "rb") as f:
             text = f.read(MAX_SCHEMA_FILE + 1)
     except OSError as e:
-        raise InputUnreadable(f"{path}: cannot read schema file: {e.strerror or e}") from None
+        raise open_error(path, e, "cannot read schema file") from None
     if len(text) > MAX_SCHEMA_FILE:
         raise InputUnreadable(f"{path}: schema file larger than {MAX_SCHEMA_FILE} bytes")
     return parse_schema_text(text, path)

@@ -42,7 +42,12 @@ from ripple_cli.terminal.environment import Environment
 @click.option("--list-protocols", is_flag=True, help="List the protocols ripple knows, with their ports, and exit.")
 @click.option("--show-offsets", is_flag=True, help="Show each message's byte offset and size.")
 @click.option("--show-connection", is_flag=True, help="Show each message's connection and direction (captures).")
-@click.option("--list-streams", is_flag=True, help="List the connections of the inputs with counts, not messages.")
+@click.option(
+    "--list-streams",
+    is_flag=True,
+    help="List the connections of the inputs with counts, not messages: a table, or with -F json (jsonl) "
+    "a JSON array (a line) of streams.",
+)
 @click.option("--raw", is_flag=True, help="Apply no schema: Deltas show as the raw delta_msg.")
 @max_payload_option
 @click.pass_obj
@@ -74,9 +79,7 @@ def decode(
         print_protocol_list(env)
         return 0
     if list_streams:
-        from ripple_cli.render.streams import list_streams as print_streams
-
-        return print_streams(env, files or ("-",), inputs)
+        return _list_streams(env, files or ("-",), inputs, fmt)
     renderer = make_renderer(fmt or default_format(env), env, view)
     sink = ShowSink(Report(), renderer, show.select, show.count)
     # Every message as its canonical line and nothing else: the fast lane
@@ -94,3 +97,17 @@ def decode(
     finally:
         renderer.close()
     return sink.report.exit_code
+
+
+def _list_streams(env: Environment, paths: tuple[str, ...], inputs: Inputs, fmt: str | None) -> int:
+    from ripple_cli.render.stream_json import LIST_FORMATS, list_streams_json
+
+    if fmt in ("json", "jsonl"):
+        return list_streams_json(env, paths, inputs, lines=fmt == "jsonl")
+    if fmt not in (None, "table"):
+        raise click.BadParameter(
+            f"--list-streams prints {', '.join(LIST_FORMATS)}, not {fmt}", param_hint="'--format' / '-F'"
+        )
+    from ripple_cli.render.streams import list_streams as print_streams
+
+    return print_streams(env, paths, inputs)

@@ -6,7 +6,14 @@ from dataclasses import dataclass
 
 import click
 
-from ripple_cli.cli.options import capture_options, format_option, group, inputs_group, max_payload_option
+from ripple_cli.cli.options import (
+    PORT_HELP_NO_PROTOCOL,
+    capture_options_with,
+    format_option,
+    group,
+    inputs_group,
+    max_payload_option,
+)
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, InvalidInput, RippleError, UsageProblem
 from ripple_cli.flow.inputs import Inputs
@@ -32,13 +39,14 @@ class Timing:
 
 @dataclass(frozen=True)
 class Sending:
-    """--loop, --limit, --renumber, --renumber-from, --handshake-timeout."""
+    """--loop, --limit, --renumber, --renumber-from, --handshake-timeout, --handshake."""
 
     loops: int
     limit: int | None
     renumber: bool
     renumber_from: int
     handshake_timeout: float
+    handshake: str = "wait"
 
 
 def _timing(
@@ -50,7 +58,7 @@ def _timing(
 @click.command()
 @inputs_group
 @group("timing", _timing, "topspeed", "multiplier", "pps", "maxsleep", "clock")
-@group("sending", Sending, "loops", "limit", "renumber", "renumber_from", "handshake_timeout")
+@group("sending", Sending, "loops", "limit", "renumber", "renumber_from", "handshake_timeout", "handshake")
 @click.argument("source", type=click.Path(allow_dash=True))
 @click.option("--to", "to", type=HostPort(), metavar="HOST:PORT", help="Connect to the consumer here.")
 @click.option(
@@ -119,8 +127,16 @@ def _timing(
     metavar="SECONDS",
     help="How long to wait to connect, and for the peer's answer to the Handshake.",
 )
+@click.option(
+    "--handshake",
+    type=click.Choice(("wait", "none")),
+    default="wait",
+    show_default=True,
+    help="wait: send the rest only after the peer's Schema_negotiation; none: do not wait for one "
+    "(a consumer that never answers: nc, ripple tap).",
+)
 @format_option(("text", "json"), "Default: text on stderr; json prints the report on stdout.")
-@capture_options
+@capture_options_with(PORT_HELP_NO_PROTOCOL)
 @max_payload_option
 @click.pass_obj
 def replay(
@@ -185,7 +201,16 @@ def replay(
     stats = ReplayStats(peer, pacing.describe(), pacing.paced, skipped=source_problems)
     s = sending
     opts = ReplayOptions(
-        to, listen, pacing, s.loops, s.limit, s.renumber, s.handshake_timeout, inputs.max_payload, s.renumber_from
+        to,
+        listen,
+        pacing,
+        s.loops,
+        s.limit,
+        s.renumber,
+        s.handshake_timeout,
+        inputs.max_payload,
+        s.renumber_from,
+        wait_answer=s.handshake == "wait",
     )
     try:
         run_replay(recordings, opts, stats, lambda text: env.problem_line(f"ripple: {text}"))

@@ -18,7 +18,7 @@ from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.render.json import dumps
 from ripple_cli.sexp.write import to_string, to_string_hum
-from ripple_cli.sources.files import display_name, read_all, read_chunks
+from ripple_cli.sources.files import display_name, open_error, read_all, read_chunks
 from ripple_cli.sources.schema_files import MAX_SCHEMA_FILE, load_schema_file, parse_schema_text
 from ripple_cli.terminal.environment import Environment
 
@@ -59,7 +59,7 @@ def _load_show_input(path: str, env: Environment, max_payload: int) -> tuple[boo
         with open(path, "rb") as f:
             head = f.read(4)
     except OSError as e:
-        raise InputUnreadable(f"{path}: cannot read: {e.strerror or e}") from None
+        raise open_error(path, e, "cannot read") from None
     if head == MAGIC:
         return True, schemas_in_stream(path, env, max_payload)
     return False, [(b"", load_schema_file(path))]
@@ -132,14 +132,14 @@ def show(env: Environment, file: str, fmt: str | None, max_payload: int) -> int:
     "--reader",
     "reader_path",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Schema file of the side that reads (the consumer).",
 )
 @click.option(
     "--writer",
     "writer_path",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Schema file of the side that writes (the producer).",
 )
 @click.pass_obj
@@ -193,7 +193,8 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
     """Write one schema file per schema declared in a stream's Handshakes.
 
     Files are named NAME_vVERSION.sexp and hold the indented s-expression,
-    ready for --schemas.  Nothing is written outside DIR.
+    ready for ripple decode --schemas (or verify's).  Nothing is written
+    outside DIR.
     """
     items = schemas_in_stream(stream, env, max_payload)
     if not items:

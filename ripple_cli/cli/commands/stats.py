@@ -38,7 +38,9 @@ def _stats_options(by: str, top: int, silence: float) -> StatsOptions:
 @click.option(
     "--plot", "plot_dir", type=click.Path(file_okay=False), metavar="DIR", help="Also write PNG charts to DIR."
 )
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="How many keys to list.")
+@click.option(
+    "--top", type=click.IntRange(min=1), metavar="N", default=10, show_default=True, help="How many keys to list."
+)
 @click.option(
     "--silence",
     type=click.FloatRange(min=0, min_open=True),

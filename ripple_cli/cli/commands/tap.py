@@ -108,6 +108,7 @@ def _recording(write_path: str | None, rotate: tuple[str, ...]) -> Recording:
 @click.option(
     "--max-connections",
     type=click.IntRange(min=1),
+    metavar="N",
     default=1024,
     show_default=True,
     help="Proxy: connections open at once; more are refused (closed at once, with a note).",
@@ -125,13 +126,14 @@ def _recording(write_path: str | None, rotate: tuple[str, ...]) -> Recording:
     "--buffer",
     type=ByteSize(),
     default="64M",
-    show_default="64M",
+    show_default=True,
     help="Memory for what waits: copies to decode (or record), decoded messages to show. "
     "Beyond it, copies and messages are dropped and counted; traffic never is.",
 )
 @click.option(
     "--nice",
     type=click.IntRange(0, 19),
+    metavar="N",
     default=NICE,
     show_default=True,
     help="Added to the CPU niceness of decoding, printing and recording (not of forwarding): "

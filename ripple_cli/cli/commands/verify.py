@@ -34,6 +34,11 @@ from ripple_cli.terminal.environment import Environment
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @format_option(("text", "json"), "Default: text.")
 @click.option("--junit", "junit", type=click.Path(dir_okay=False), help="Also write a JUnit XML report to FILE.")
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="An input with no message, or none selected by --stream or -Y, is not a failure (exit 0, not 1).",
+)
 @schemas_option
 @strict_option
 @filter_option
@@ -46,13 +51,14 @@ def verify(
     files: tuple[str, ...],
     fmt: str | None,
     junit: str | None,
+    allow_empty: bool,
     strict: bool,
     inputs: Inputs,
     show: Show,
 ) -> int:
     """Check every envelope and every stream rule of Ripple streams and captures.
 
-    Sibling protocols (--list-protocols) are checked by their own rules,
+    Sibling protocols (ripple decode --list-protocols) are checked by their own rules,
     listed in their man pages (ripple-lumberjack(7), ...).
 
     Per envelope: magic, version, payload length, CRC, the payload decodes
@@ -63,8 +69,11 @@ def verify(
     Schema_negotiation refusals.  With -Y every message is still checked,
     but only matching messages are counted and only their problems
     reported; framing problems, which belong to no message, always are.
+    An input with no message, or none selected by --stream or -Y, fails
+    (so that a typo cannot turn a CI job green), unless --allow-empty.
 
-    Exit status: 0 clean, 1 problems found, 3 an input could not be read.
+    Exit status: 0 clean, 1 problems found or an input with no message, 3
+    an input could not be read.
     """
     select = None if show.select.everything else show.select
     # Deltas are only validated, unless -Y looks inside them; without -Y no
@@ -87,5 +96,21 @@ def verify(
             env.problem_line(f"ripple: {e.message}")
             continue
         sink.end(demux.analyses)
+        if not sink.messages and not allow_empty:
+            report.nothing(name)
+            env.problem_line(f"ripple: {name}: {_nothing_line(inputs, show)} (--allow-empty accepts that)")
     write_reports(env, report, unreadable, fmt or "text", junit)
     return EXIT_UNREADABLE if unreadable else report.exit_code
+
+
+def _nothing_line(inputs: Inputs, show: Show) -> str:
+    """What found no message: the input itself, or the selection."""
+    params = click.get_current_context().params
+    chosen = [f"--port {p}" for p in params.get("ports") or ()]
+    if inputs.stream is not None:
+        chosen.append(f"--stream {params.get('stream_id')}")
+    if not show.select.everything:
+        chosen.append(f"-Y {params.get('display_filter')!r}")
+    if not chosen:
+        return "no message"
+    return " and ".join(chosen) + (" select" if len(chosen) > 1 else " selects") + " no message"

@@ -1,0 +1,72 @@
+"""The smaller points of a newcomer's first hour, one test each."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, ROOT, run_cli
+from tests.replay.pcap import Connection, build_pcap
+
+DEMO = EXAMPLES / "demo.ripple"
+VWAP = str(EXAMPLES / "schemas" / "vwap_v2.sexp")
+
+
+def test_schema_show_missing_file_says_no_such_file() -> None:
+    r = run_cli(["schema", "show", "nosuch"])
+    assert (r.code, r.stderr) == (3, "ripple: nosuch: no such file\n")
+
+
+def test_schema_check_reader_directory_is_exit_3() -> None:
+    r = run_cli(["schema", "check", "--reader", str(EXAMPLES / "schemas"), "--writer", VWAP])
+    assert (r.code, r.stderr) == (3, f"ripple: {EXAMPLES / 'schemas'}: is a directory\n")
+    r = run_cli(["schema", "check", "--reader", VWAP, "--writer", "nosuch"])
+    assert (r.code, r.stderr) == (3, "ripple: nosuch: no such file\n")
+
+
+def test_list_streams_json(tmp_path: Path) -> None:
+    cap = tmp_path / "two.pcap"
+    cap.write_bytes(build_pcap([Connection(DEMO.read_bytes(), client_port=40001), Connection(b"GET / HTTP/1.1\r\n")]))
+    r = run_cli(["decode", "--list-streams", "-F", "json", str(cap)])
+    assert r.code == 0, r.stderr
+    streams = json.loads(r.stdout)
+    assert r.text.startswith("[\n{") and len(r.text.splitlines()) == 2 + len(streams)
+    by_key = {s["stream"]: s for s in streams}
+    assert set(by_key) == {"1:c2s", "1:s2c", "2:c2s", "2:s2c"}
+    ripple = by_key["1:c2s"]
+    assert (ripple["protocol"], ripple["messages"], ripple["bytes"]) == ("ripple", 300, len(DEMO.read_bytes()))
+    assert (ripple["src"], ripple["dst"], ripple["connection"], ripple["direction"]) == (
+        "10.0.0.1:40001",
+        "10.0.0.2:9000",
+        1,
+        "c2s",
+    )
+    assert ripple["first"].endswith("Z") and isinstance(ripple["first_ns"], int)
+    assert by_key["2:c2s"]["protocol"] is None and by_key["2:c2s"]["end"]
+    lines = run_cli(["decode", "--list-streams", "-F", "jsonl", str(cap)])
+    assert [json.loads(x) for x in lines.stdout.splitlines()] == streams
+
+
+def test_list_streams_json_of_a_raw_stream_and_bad_format() -> None:
+    (only,) = json.loads(run_cli(["decode", "--list-streams", "-F", "json", str(DEMO)]).stdout)
+    assert (only["stream"], only["src"], only["messages"], only["end"]) == (None, None, 300, "end of input")
+    r = run_cli(["decode", "--list-streams", "-F", "sexp", str(DEMO)])
+    assert r.code == 2
+    assert "--list-streams prints table, json, jsonl, not sexp" in r.stderr
+
+
+def test_no_tracked_file_is_ignored() -> None:
+    proc = subprocess.run(
+        ["git", "ls-files", "--cached", "--ignored", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert proc.stdout == "", f".gitignore ignores tracked files: {proc.stdout.split()}"
+    assert "examples/demo.ripple" not in (ROOT / ".gitignore").read_text()

@@ -1,0 +1,82 @@
+"""CI-safe verify: an input with no message, or a selection (--stream, -Y)
+that selects nothing, fails with one line saying so, unless --allow-empty."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, run_cli
+from tests.replay.pcap import Connection, build_pcap
+
+DEMO = EXAMPLES / "demo.ripple"
+MORE = ["--schemas", str(EXAMPLES / "more-schemas")]  # the demo's orders/v3
+
+
+def _capture(tmp_path: Path) -> Path:
+    path = tmp_path / "one.pcap"
+    path.write_bytes(build_pcap([Connection(DEMO.read_bytes())]))
+    return path
+
+
+def test_empty_input_fails_with_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.ripple"
+    empty.write_bytes(b"")
+    r = run_cli(["verify", str(empty)])
+    assert r.code == 1
+    assert r.stderr == f"ripple: {empty}: no message (--allow-empty accepts that)\n"
+    assert r.text.splitlines()[-1] == "verify: 1 stream, 0 messages, 0 problems, 1 input with no message"
+
+
+def test_allow_empty_accepts_it(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.ripple"
+    empty.write_bytes(b"")
+    r = run_cli(["verify", "--allow-empty", str(empty)])
+    assert (r.code, r.stderr) == (0, "")
+    assert r.text.endswith(": OK\nverify: 1 stream, 0 messages, 0 problems\n")
+
+
+def test_empty_stdin_fails() -> None:
+    r = run_cli(["verify", "-"], stdin=b"")
+    assert r.code == 1
+    assert r.stderr == "ripple: <stdin>: no message (--allow-empty accepts that)\n"
+
+
+def test_stream_that_selects_nothing_fails(tmp_path: Path) -> None:
+    cap = _capture(tmp_path)
+    assert run_cli(["verify", *MORE, "--stream", "1", str(cap)]).code == 0
+    r = run_cli(["verify", "--stream", "9", str(cap)])
+    assert r.code == 1
+    assert r.stderr == f"ripple: {cap}: --stream 9 selects no message (--allow-empty accepts that)\n"
+    assert run_cli(["verify", "--allow-empty", "--stream", "9", str(cap)]).code == 0
+
+
+def test_filter_that_selects_nothing_fails() -> None:
+    assert run_cli(["verify", *MORE, "-Y", "type == Delta", str(DEMO)]).code == 0
+    r = run_cli(["verify", "-Y", 'key == "NOSUCH"', str(DEMO)])
+    assert r.code == 1, r.stderr
+    assert r.stderr == f"ripple: {DEMO}: -Y 'key == \"NOSUCH\"' selects no message (--allow-empty accepts that)\n"
+    assert run_cli(["verify", "--allow-empty", "-Y", 'key == "NOSUCH"', str(DEMO)]).code == 0
+
+
+def test_only_the_empty_input_is_named(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.ripple"
+    empty.write_bytes(b"")
+    r = run_cli(["verify", *MORE, str(DEMO), str(empty)])
+    assert r.code == 1
+    assert r.stderr == f"ripple: {empty}: no message (--allow-empty accepts that)\n"
+
+
+def test_json_and_junit_say_so(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.ripple"
+    empty.write_bytes(b"")
+    junit = tmp_path / "report.xml"
+    r = run_cli(["verify", "-F", "json", "--junit", str(junit), str(empty)])
+    assert r.code == 1
+    doc = json.loads(r.stdout)
+    assert (doc["ok"], doc["problems"], doc["empty"]) == (False, 0, [str(empty)])
+    xml = junit.read_text()
+    assert 'failures="1"' in xml
+    assert '<failure message="no message" type="ripple.empty"' in xml
+    ok = json.loads(run_cli(["verify", *MORE, "-F", "json", str(DEMO)]).stdout)
+    assert (ok["ok"], ok["empty"]) == (True, [])
