@@ -109,7 +109,7 @@ def show(env: Environment, file: str, fmt: str | None, max_payload: int) -> int:
     else:
         from rich.table import Table
 
-        from ripple_cli.render.table import make_console
+        from ripple_cli.render.columns import make_console
 
         console, stream = make_console(env)
         for output, s in items:
