@@ -80,7 +80,7 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
         from ripple_cli.render.columns import make_console
 
         console, stream = make_console(env)
-        print_report(console, report)
+        print_report(env, console, report)
         stream.flush()
         stream.detach()
     if plot_dir is not None:
