@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from ripple_cli.codec.jsonview import iso_time
+from ripple_cli.render.columns import Column, Trimmed, fitted_table
+from ripple_cli.terminal.environment import Environment
 
 from .stats import NS, Record
 
@@ -38,27 +40,43 @@ def _num(v: Any) -> str:
     return f"{v:,}"
 
 
-def _table(console: Console, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for i, h in enumerate(headers):
-        t.add_column(h, justify="left" if i == 0 or h in ("worker", "output", "key", "kind", "start") else "right")
-    for r in rows:
-        t.add_row(*r)
-    if not rows:
-        t.add_row("(none)", *[""] * (len(headers) - 1))
-    console.print(t)
+# The columns of every table: text shrinks, times go first, numbers stay.
+_TIMES = ("first", "last", "start")
+_TEXT = ("worker", "output", "key", "kind")
+
+
+def _column(i: int, h: str) -> Column:
+    if h in _TIMES:
+        return Column(h, priority=1 if h == "last" else 2)
+    if i == 0:  # what the row is about
+        return Column(h, keep=True, shrink=True, min_width=10)
+    if h in _TEXT:
+        return Column(h, priority=9 - i, shrink=True, min_width=10)
+    if h == "severity":
+        return Column(h, priority=3)
+    return Column(h, keep=True, justify="right")
+
+
+def _table(
+    env: Environment, console: Console, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]
+) -> None:
+    columns = [_column(i, h) for i, h in enumerate(headers)]
+    empty = ["(none)", *[""] * (len(headers) - 1)]
+    console.print(Trimmed(fitted_table(env, columns, rows, title=title, empty=empty)))
     console.print()
 
 
-def print_report(console: Console, report: Record) -> None:
+def print_report(env: Environment, console: Console, report: Record) -> None:
     ov = report["overview"]
-    console.print(
+    overview = (
         f"{ov['files']:,} files, {ov['streams']:,} streams: {ov['messages']:,} messages, {ov['bytes']:,} bytes, "
         f"{ov['errors']:,} errors, {ov['warnings']:,} warnings; {_ns(ov['first_ns'])} to {_ns(ov['last_ns'])}; "
         f"rate {_num(ov['rate'])} msgs/s, peak {ov['peak_per_second']:,} in one second"
     )
+    console.print(Trimmed(Text(overview)))
     console.print()
     _table(
+        env,
         console,
         f"by {report['by']}",
         (report["by"], "messages", "bytes", "msgs/s", "first", "last"),
@@ -75,12 +93,14 @@ def print_report(console: Console, report: Record) -> None:
         ],
     )
     _table(
+        env,
         console,
         "problems",
         ("kind", "severity", "count", "bytes skipped"),
         [(p["kind"], p["severity"], _num(p["count"]), _num(p["skipped"])) for p in report["problems"]],
     )
     _table(
+        env,
         console,
         "Delta sequences per (worker, output)",
         ("worker", "output", "deltas", "gaps", "missing", "duplicates", "last sequence_no"),
@@ -101,6 +121,7 @@ def print_report(console: Console, report: Record) -> None:
     lag_rows = [] if lag["all"] is None else [("(all)", lag["all"])]
     lag_rows += [(r["output"], r) for r in lag["outputs"]]
     _table(
+        env,
         console,
         "watermark lag (capture time minus watermark)",
         ("output", "deltas", "p50", "p90", "p99", "max"),
@@ -110,6 +131,7 @@ def print_report(console: Console, report: Record) -> None:
         ],
     )
     _table(
+        env,
         console,
         f"heartbeats (silence: an interval over {_dur(report['silence_ns'])})",
         ("worker", "heartbeats", "min interval", "median", "max", "silences"),
@@ -120,12 +142,14 @@ def print_report(console: Console, report: Record) -> None:
     )
     if report["silences"]:
         _table(
+            env,
             console,
             "silences",
             ("worker", "start", "length"),
             [(s["worker"], _ns(s["start_ns"]), _dur(s["length_ns"])) for s in report["silences"][:50]],
         )
     _table(
+        env,
         console,
         "top keys by updates",
         ("output", "key", "updates"),

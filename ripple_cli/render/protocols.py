@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from ripple_cli.protocols import registry
-from ripple_cli.render.table import make_console
+from ripple_cli.render.columns import Column, Trimmed, fitted_table, make_console
 from ripple_cli.terminal.environment import Environment
+
+COLUMNS = [
+    Column("name", keep=True),
+    Column("ports", priority=2, shrink=True, min_width=5),
+    Column("description", priority=1, wrap=True, min_width=16),
+    Column("manual", priority=3, shrink=True, min_width=9),
+]
 
 
 def print_protocol_list(env: Environment) -> None:
     console, stream = make_console(env)
-    t = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("name", "ports", "description", "manual"):
-        t.add_column(col, no_wrap=col != "description")
+    rows = []
     for name in registry.names():
         d = registry.get(name)
         ports = ",".join(str(p) for p in d.ports) or "-"
-        t.add_row(name, ports, d.title, "ripple(1)" if name == "ripple" else f"ripple-{name}(7)")
-    console.print(t)
+        rows.append([name, ports, d.title, "ripple(1)" if name == "ripple" else f"ripple-{name}(7)"])
+    console.print(Trimmed(fitted_table(env, COLUMNS, rows, rule=False)))
     stream.detach()
     env.stdout.flush()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from ripple_cli.analysis.report import Report
 from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
@@ -13,7 +11,8 @@ from ripple_cli.flow.pipeline import BaseSink, pump
 from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Run
 from ripple_cli.protocols.origin import Origin
-from ripple_cli.render.table import make_console, time_of_day
+from ripple_cli.render.columns import Column, Trimmed, fitted_table, make_console
+from ripple_cli.render.table import time_of_day
 from ripple_cli.sources.files import display_name
 from ripple_cli.terminal.environment import Environment
 
@@ -48,11 +47,28 @@ def list_streams(env: Environment, paths: tuple[str, ...], inputs: Inputs) -> in
     return report.exit_code
 
 
+def stream_columns(several: bool) -> list[Column]:
+    """Below the width of all: the last and first times go, then the end,
+    the protocol, the endpoints; the stream and the counts stay."""
+    source = [Column("source", priority=8, shrink=True, min_width=10, max_width=30)] if several else []
+    return [
+        *source,
+        Column("stream", priority=9),
+        Column("protocol", priority=5, shrink=True),
+        Column("from", priority=7, shrink=True, min_width=10),
+        Column("to", priority=6, shrink=True, min_width=10),
+        Column("msgs", keep=True, justify="right"),
+        Column("bytes", keep=True, justify="right"),
+        Column("problems", keep=True, justify="right"),
+        Column("first (UTC)", priority=3),
+        Column("last (UTC)", priority=2),
+        Column("end", priority=4, shrink=True, min_width=8),
+    ]
+
+
 def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
     console, stream = make_console(env)
     several = len(demuxes) > 1
-    cols = ["source"] if several else []
-    cols += ["stream", "protocol", "from", "to", "msgs", "bytes", "problems", "first (UTC)", "last (UTC)", "end"]
     rows_out: list[list[str]] = []
     for demux in demuxes:
         rows = [
@@ -90,20 +106,6 @@ def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
                 end,
             ]
             rows_out.append(cells)
-    t = Table(box=None, pad_edge=False, header_style="bold")
-    for i, col in enumerate(cols):
-        # Every column keeps its full width but the last, which gives way.
-        widest = max([len(col)] + [len(r[i]) for r in rows_out])
-        last = col == "end"
-        t.add_column(
-            col,
-            justify="right" if col in ("msgs", "bytes", "problems") else "left",
-            no_wrap=True,
-            min_width=None if last else widest,
-            overflow="ellipsis",
-        )
-    for cells in rows_out:
-        t.add_row(*cells)
-    console.print(t)
+    console.print(Trimmed(fitted_table(env, stream_columns(several), rows_out, rule=False)))
     stream.detach()
     env.stdout.flush()

@@ -1,17 +1,14 @@
 """A rich table: the default for a person at a terminal.
 
 Rows are printed in batches (every input pause, or every 200 rows) so that
-a long or live stream shows as it goes; columns have fixed widths so that
-batches line up under one header.
+a long or live stream shows as it goes.  On a terminal the first batch
+fits the columns to the line (render/columns.py) and later batches keep
+those widths, under one header; in a pipe every cell is whole and a
+column only ever widens.
 """
 
 from __future__ import annotations
 
-import io
-
-from rich import box
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ripple_cli.codec.problems import Problem, Severity
@@ -19,6 +16,7 @@ from ripple_cli.protocols import registry
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import NoRuns, View
+from ripple_cli.render.columns import Column, Trimmed, fit, kept, line_width, make_console, measure, table
 from ripple_cli.terminal.environment import Environment
 
 _BATCH = 200
@@ -36,20 +34,6 @@ def time_of_day(ns: int) -> str:
     return f"{h:02d}:{rem // 60:02d}:{rem % 60:02d}.{frac // 1000:06d}"
 
 
-def make_console(env: Environment) -> tuple[Console, io.TextIOWrapper]:
-    stream = io.TextIOWrapper(env.stdout, encoding="utf-8", errors="replace", write_through=True)
-    console = Console(
-        file=stream,
-        force_terminal=env.stdout_isatty,
-        no_color=not env.color,
-        color_system="auto" if env.color else None,
-        width=max(env.width, 60),
-        highlight=False,
-        emoji=False,
-    )
-    return console, stream
-
-
 class TableRenderer(NoRuns):
     """Two layouts, chosen at the first rows and kept (one header): the
     envelope layout (seq, envelope time, schema, output, key) when the first
@@ -64,38 +48,33 @@ class TableRenderer(NoRuns):
         self._items: list[tuple[Origin, Decoded | Problem]] = []
         self._protocols: bool | None = None  # the layout, once chosen
         self._header_done = False
-        # Wider terminals give the name columns room before the summary.
-        w = self.console.width
-        self._widths = (8, 6, 6) if w < 100 else (12, 8, 8) if w < 110 else (14, 10, 12) if w < 150 else (18, 12, 20)
+        self._widths: list[int | None] | None = None
 
-    def _table(self) -> Table:
-        t = Table(
-            box=box.SIMPLE_HEAD,
-            show_header=not self._header_done,
-            show_edge=False,
-            pad_edge=False,
-            padding=(0, 1),
-            collapse_padding=True,
-            expand=True,
-        )
-        if self.show_connection:
-            t.add_column("conn", width=7, no_wrap=True)
-        t.add_column("offset", justify="right", width=9, no_wrap=True)
+    def _columns(self) -> list[Column]:
+        conn = [Column("conn", priority=7)] if self.show_connection else []
+        offset = Column("offset", keep=True, at_least=9, justify="right")
+        time = Column("time (UTC)", priority=2)
+        summary = Column("summary", priority=6, shrink=True, flex=True, min_width=18)
         if self._protocols:
-            t.add_column("time (UTC)", width=15, no_wrap=True)
-            t.add_column("protocol", width=10, no_wrap=True, overflow="ellipsis")
-            t.add_column("type", width=16, no_wrap=True, overflow="ellipsis")
-            t.add_column("summary", ratio=1, min_width=12, no_wrap=True, overflow="ellipsis")
-            return t
-        t.add_column("seq", justify="right", width=6, no_wrap=True, overflow="fold")
-        t.add_column("time (UTC)", width=15, no_wrap=True)
-        t.add_column("type", width=11, no_wrap=True)
-        schema_w, output_w, key_w = self._widths
-        t.add_column("schema", width=schema_w, no_wrap=True, overflow="ellipsis")
-        t.add_column("output", width=output_w, no_wrap=True, overflow="ellipsis")
-        t.add_column("key", width=key_w, no_wrap=True, overflow="ellipsis")
-        t.add_column("summary", ratio=1, min_width=12, no_wrap=True, overflow="ellipsis")
-        return t
+            return [
+                *conn,
+                offset,
+                time,
+                Column("protocol", priority=3, shrink=True, min_width=6, max_width=10),
+                Column("type", priority=5, shrink=True, min_width=8, max_width=16),
+                summary,
+            ]
+        return [
+            *conn,
+            offset,
+            Column("seq", keep=True, at_least=6, justify="right"),
+            time,
+            Column("type", priority=5, shrink=True, min_width=8, max_width=11),
+            Column("schema", priority=1, shrink=True, min_width=8, max_width=18),
+            Column("output", priority=3, shrink=True, min_width=6, max_width=12),
+            Column("key", priority=4, shrink=True, min_width=8, max_width=20),
+            summary,
+        ]
 
     def message(self, origin: Origin, msg: Decoded) -> None:
         self._items.append((origin, msg))
@@ -170,11 +149,21 @@ class TableRenderer(NoRuns):
         if self._protocols is None:
             messages = [m for _o, m in self._items if not isinstance(m, Problem)]
             self._protocols = bool(messages) and not any(m.cells().seq is not None for m in messages)
-        table = self._table()
-        for origin, item in self._items:
-            table.add_row(*self._row(origin, item))
+        columns = self._columns()
+        rows = [self._row(origin, item) for origin, item in self._items]
         self._items.clear()
-        self.console.print(table)
+        width = line_width(self.env)
+        if width is None:  # a pipe: whole cells, columns that only widen
+            widths = fit(columns, measure(columns, rows), None)
+            if self._widths is not None:
+                widths = [max(a or 0, b or 0) for a, b in zip(widths, self._widths, strict=True)]
+            self._widths = widths
+        elif self._widths is None:  # a terminal: fitted once, kept for one header
+            self._widths = fit(columns, measure(columns, rows), width)
+        t = table(columns, self._widths, header=not self._header_done)
+        for row in rows:
+            t.add_row(*kept(row, self._widths))
+        self.console.print(Trimmed(t))
         self._header_done = True
         self.env.stdout.flush()
 

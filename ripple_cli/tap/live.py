@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from rich import box
 from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.table import Table
@@ -29,7 +28,8 @@ from ripple_cli.capture.events import StreamId
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
-from ripple_cli.render.table import make_console, time_of_day, type_style
+from ripple_cli.render.columns import Column, Trimmed, fitted_table, make_console
+from ripple_cli.render.table import time_of_day, type_style
 from ripple_cli.tap.stats import StreamStats, TapStats, Totals
 from ripple_cli.terminal.environment import Environment
 
@@ -45,6 +45,37 @@ _SHORT_TYPE = {
     "Heartbeat": "HB",
     "Schema_negotiation": "Neg",
 }
+
+
+# Below the width of all: the heartbeat and the lag go first, then the last
+# Delta, the rate, the types; the counts, bytes and seq stay.
+STREAM_COLUMNS = [
+    Column("conn", priority=9),
+    Column("from -> to", priority=6, shrink=True, min_width=12, max_width=26),
+    Column("state", priority=5),
+    Column("msgs", keep=True, justify="right"),
+    Column("types", priority=4, shrink=True, min_width=8, max_width=40),
+    Column("bytes", keep=True, justify="right"),
+    Column("msg/s", priority=3, justify="right"),
+    Column("seq", keep=True, justify="right"),
+    Column("delta#", priority=2, shrink=True, min_width=8),
+    Column("gaps", keep=True, justify="right"),
+    Column("dups", keep=True, justify="right"),
+    Column("crc", keep=True, justify="right"),
+    Column("lost", keep=True, justify="right"),
+    Column("heartbeat", priority=1),
+    Column("wm lag", priority=1, justify="right"),
+]
+
+LATEST_COLUMNS = [
+    Column("conn", priority=9),
+    Column("seq", keep=True, justify="right"),
+    Column("time (UTC)", priority=2),
+    Column("type", priority=5, shrink=True, min_width=8, max_width=11),
+    Column("output", priority=3, shrink=True, min_width=6, max_width=12),
+    Column("key", priority=4, shrink=True, min_width=8, max_width=20),
+    Column("latest messages", priority=6, shrink=True, flex=True, min_width=18),
+]
 
 
 def human_bytes(n: float) -> str:
@@ -164,16 +195,18 @@ class LiveView:
         if self._latest:
             parts.append(self._latest_table())
         parts.append(self._losses(totals))
-        return Group(*parts)
+        return Trimmed(Group(*parts))
 
     def final_summary(self) -> RenderableType:
         streams, _totals = self.stats.snapshot()
         self._update_rates(streams)
         why = self.stats.ended_by or "the source ended"
-        return Group(
-            Text(f"ripple tap stopped ({why}): {self.title}", style="bold"),
-            self._stream_table(streams, None),
-            Text(self.stats.summary()),
+        return Trimmed(
+            Group(
+                Text(f"ripple tap stopped ({why}): {self.title}", style="bold"),
+                self._stream_table(streams, None),
+                Text(self.stats.summary()),
+            )
         )
 
     def _update_rates(self, streams: list[StreamStats]) -> None:
@@ -189,42 +222,7 @@ class LiveView:
                 old = self._rates.get(st.stream)
                 self._rates[st.stream] = inst if old is None else old + _RATE_SMOOTHING * (inst - old)
 
-    def _stream_table(self, streams: list[StreamStats], max_rows: int | None) -> Table:
-        t = Table(
-            box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), collapse_padding=True, expand=False
-        )
-        # Numbers keep their width; the endpoints, then the type counts, get what is left.
-        columns: list[tuple[str, int | None]] = [
-            ("conn", 6),
-            ("from -> to", None),
-            ("state", 5),
-            ("msgs", 6),
-            ("types", None),
-            ("bytes", 6),
-            ("msg/s", 5),
-            ("seq", 6),
-            ("delta#", 10),
-            ("gaps", 4),
-            ("dups", 4),
-            ("crc", 3),
-            ("lost", 5),
-            ("heartbeat", 10),
-            ("wm lag", 6),
-        ]
-        # Outside each column's width: one space of (collapsed) padding and a
-        # one-space divider between columns, nothing at the table's edges.
-        overhead = 2 * len(columns) - 2
-        spare = max(16, self.console.width - overhead - sum(w for _n, w in columns if w is not None))
-        endpoints = min(26, max(8, spare - 16))
-        flexible = {"from -> to": endpoints, "types": max(8, min(40, spare - endpoints))}
-        for name, width in columns:
-            t.add_column(
-                name,
-                justify="left" if width is None or name in ("conn", "state", "delta#", "heartbeat") else "right",
-                width=width or flexible[name],
-                no_wrap=True,
-                overflow="ellipsis",
-            )
+    def _stream_table(self, streams: list[StreamStats], max_rows: int | None) -> RenderableType:
         # Open streams first, by connection; then the most recently closed.
         open_ = sorted((s for s in streams if s.ended is None), key=lambda s: (s.stream.connection, s.stream.direction))
         closed = sorted((s for s in streams if s.ended is not None), key=lambda s: -s.stream.connection)
@@ -234,10 +232,9 @@ class LiveView:
             hidden = len(rows) - (max_rows - 1)
             rows = rows[: max_rows - 1]
         now_ns = time.time_ns()
-        for st in rows:
-            t.add_row(*self._stream_row(st, now_ns))
+        t = fitted_table(self.env, STREAM_COLUMNS, [self._stream_row(st, now_ns) for st in rows])
         if hidden:
-            t.add_row(Text(f"... {hidden} more", style="dim"))
+            return Group(t, Text(f"... {hidden} more", style="dim"))
         return t
 
     def _stream_row(self, st: StreamStats, now_ns: int) -> tuple[Text, ...]:
@@ -269,17 +266,7 @@ class LiveView:
         )
 
     def _latest_table(self) -> Table:
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), expand=True)
-        t.add_column("conn", width=7, no_wrap=True)
-        t.add_column("seq", justify="right", width=6, no_wrap=True)
-        t.add_column("time (UTC)", width=15, no_wrap=True)
-        t.add_column("type", width=11, no_wrap=True, overflow="ellipsis")
-        t.add_column("output", width=10, no_wrap=True, overflow="ellipsis")
-        t.add_column("key", width=12, no_wrap=True, overflow="ellipsis")
-        t.add_column("latest messages", ratio=1, no_wrap=True, overflow="ellipsis")
-        for row in self._latest:
-            t.add_row(*row)
-        return t
+        return fitted_table(self.env, LATEST_COLUMNS, list(self._latest))
 
     def _losses(self, totals: Totals) -> Text:
         st = self.stats

@@ -107,21 +107,23 @@ def show(env: Environment, file: str, fmt: str | None, max_payload: int) -> int:
         for _o, s in items:
             out.write((to_string(sexp_of_schema(s)) if fmt == "sexp" else to_string_hum(sexp_of_schema(s))) + b"\n")
     else:
-        from rich.table import Table
+        from ripple_cli.render.columns import Column, Trimmed, fitted_table, make_console
 
-        from ripple_cli.render.table import make_console
-
+        columns = [
+            Column("#", keep=True, justify="right"),
+            Column("field", priority=3, shrink=True, min_width=8),
+            Column("type", priority=2, wrap=True, min_width=12),
+            Column("default", priority=1, shrink=True, min_width=8),
+        ]
         console, stream = make_console(env)
         for output, s in items:
             title = text(s.fingerprint) + (f"  (output {text(output)})" if output else "")
-            t = Table(title=title, title_justify="left", caption=f"key: {type_text(s.key)}", caption_justify="left")
-            t.add_column("#", justify="right")
-            t.add_column("field")
-            t.add_column("type")
-            t.add_column("default")
-            for i, f in enumerate(s.fields):
-                t.add_row(str(i), text(f.name), type_text(f.typ), "" if f.default is None else text(f.default))
-            console.print(t)
+            rows = [
+                [str(i), text(f.name), type_text(f.typ), "" if f.default is None else text(f.default)]
+                for i, f in enumerate(s.fields)
+            ]
+            t = fitted_table(env, columns, rows, style="ruled", title=title, caption=f"key: {type_text(s.key)}")
+            console.print(Trimmed(t))
         stream.detach()
     out.flush()
     return 0

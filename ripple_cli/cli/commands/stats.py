@@ -79,10 +79,10 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
         env.stdout.flush()
     else:
         from ripple_cli.batch.report import print_report
-        from ripple_cli.render.table import make_console
+        from ripple_cli.render.columns import make_console
 
         console, stream = make_console(env)
-        print_report(console, report)
+        print_report(env, console, report)
         stream.flush()
         stream.detach()
     if plot_dir is not None:

@@ -1,0 +1,240 @@
+"""Columns that fit a line: what every table of ripple is made of.
+
+A table says what its columns are (`Column`: a name, a priority, whether it
+may be cut and how far, whether it is a number that is never dropped) and
+`fit` chooses their widths for a line:
+
+- on a terminal (`Environment.stdout_isatty`), the line is `env.width`:
+  while the narrowest form of the columns is wider, the least important
+  column that may go goes (lowest `priority` first, the rightmost of
+  equals); the numbers (`keep`) never go.  The room left grows the most
+  important columns first, up to their content (or their `max_width`), and
+  what is still left goes to the `flex` column (a summary), for rows still
+  to come.  A column that may be cut is never cut below `min_width` (at
+  least two characters and the ellipsis), a number never below its
+  content: its header wraps at spaces instead.
+- in a pipe (or a file) there is no line to fit: every column is as wide as
+  its content, nothing is cut, nothing dropped.
+
+rich draws the table (`table`), and `Trimmed` takes the trailing spaces
+off every line it prints.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rich import box as boxes
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
+from rich.table import Table
+from rich.text import Text
+
+from ripple_cli.terminal.environment import Environment
+
+Justify = Literal["left", "right"]
+Cell = str | Text
+
+# The line of a pipe: as long as a row is.  (rich wants a number.)
+UNBOUNDED = 1_000_000
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    priority: int = 0  # on a narrow line the lowest go first
+    keep: bool = False  # never dropped: the numbers (counts, bytes, offsets, seq)
+    shrink: bool = False  # may be cut, with an ellipsis, down to min_width
+    wrap: bool = False  # may wrap onto more lines, down to min_width
+    min_width: int = 8
+    max_width: int | None = None  # on a terminal, room beyond this goes to others first
+    flex: bool = False  # on a terminal, takes the room that is left
+    at_least: int = 0  # on a terminal, the width its content may grow to in rows to come
+    justify: Justify = "left"
+
+    def __post_init__(self) -> None:
+        if (self.shrink or self.wrap) and self.min_width < 3:
+            raise ValueError(f"column {self.name}: a cell cut below 3 columns shows one character")
+
+
+def make_console(env: Environment) -> tuple[Console, io.TextIOWrapper]:
+    """A rich console on env.stdout: as wide as the terminal, or unbounded
+    in a pipe; colour as `env.color` says."""
+    stream = io.TextIOWrapper(env.stdout, encoding="utf-8", errors="replace", write_through=True)
+    console = Console(
+        file=stream,
+        force_terminal=env.stdout_isatty,
+        no_color=not env.color,
+        color_system="auto" if env.color else None,
+        width=line_width(env) or UNBOUNDED,
+        highlight=False,
+        emoji=False,
+    )
+    return console, stream
+
+
+def line_width(env: Environment) -> int | None:
+    """The line a table fits: the terminal's width, or none in a pipe."""
+    return max(env.width, 1) if env.stdout_isatty else None
+
+
+def _plain(cell: Cell) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+def measure(columns: Sequence[Column], rows: Iterable[Sequence[Cell]]) -> list[int]:
+    """Each column's widest cell (headers not counted)."""
+    widest = [0] * len(columns)
+    for row in rows:
+        for i, cell in enumerate(row[: len(columns)]):
+            lines = _plain(cell).splitlines() or [""]
+            widest[i] = max(widest[i], *(cell_len(x) for x in lines))
+    return widest
+
+
+def fit(columns: Sequence[Column], content: Sequence[int], width: int | None, gap: int = 2) -> list[int | None]:
+    """Each column's width (None: dropped), for cells as wide as `content`
+    on a line of `width` columns (None: a pipe), `gap` columns between two."""
+    natural = [max(cell_len(c.name), n) for c, n in zip(columns, content, strict=True)]
+    if width is None:
+        return list(natural)
+    natural = [max(n, c.at_least) for c, n in zip(columns, natural, strict=True)]
+    floor = []
+    for c, n, cells in zip(columns, natural, content, strict=True):
+        if c.shrink or c.wrap:
+            floor.append(min(n, c.min_width))
+        else:  # a number: its content whole, its header wrapped at spaces
+            floor.append(max(cells, *(cell_len(w) for w in c.name.split())))
+
+    alive = list(range(len(columns)))
+
+    def total() -> int:
+        return sum(widths[i] for i in alive) + gap * (len(alive) - 1)
+
+    widths = dict(enumerate(floor))
+    while total() > width:
+        droppable = [i for i in alive if not columns[i].keep]
+        if not droppable:
+            break  # only numbers left: the line is what they need
+        alive.remove(min(droppable, key=lambda i: (columns[i].priority, -i)))
+    spare = width - total()
+    # Room left: first each column, most important first, to its content
+    # (up to its max_width); then the numbers to what they may grow to;
+    # then all to a flex column, or else each column to its whole content.
+    by_priority = sorted(alive, key=lambda i: (-columns[i].priority, i))
+    flex = [i for i in by_priority if columns[i].flex]
+
+    def grow(i: int, to: int) -> None:
+        nonlocal spare
+        add = max(0, min(spare, to - widths[i]))
+        widths[i] += add
+        spare -= add
+
+    for i in by_priority:
+        if not columns[i].flex:
+            grow(i, min(max(content[i], cell_len(columns[i].name)), columns[i].max_width or UNBOUNDED))
+    for i in by_priority:
+        if columns[i].keep:
+            grow(i, natural[i])
+    for i in flex or by_priority:
+        grow(i, UNBOUNDED if flex else natural[i])
+    return [widths[i] if i in alive else None for i in range(len(columns))]
+
+
+GAP = {"plain": 2, "ruled": 3}
+
+
+def table(
+    columns: Sequence[Column],
+    widths: Sequence[int | None],
+    *,
+    style: Literal["plain", "ruled"] = "plain",
+    header: bool = True,
+    rule: bool = True,
+    title: str | None = None,
+    caption: str | None = None,
+) -> Table:
+    """An empty rich table of the columns `fit` kept, at their widths; rows
+    go in through `add_row` with every column's cell (`kept` picks them)."""
+    if style == "ruled":
+        t = Table(box=boxes.HEAVY_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    else:
+        t = Table(
+            box=boxes.SIMPLE_HEAD if rule else None,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1),
+            collapse_padding=rule,  # a gap of two columns either way
+        )
+    t.show_header = header
+    if title is not None:
+        t.title, t.title_justify = title, "left"
+    if caption is not None:
+        t.caption, t.caption_justify = caption, "left"
+    for c, w in zip(columns, widths, strict=True):
+        if w is None:
+            continue
+        cut = c.shrink or c.flex
+        t.add_column(
+            c.name,
+            justify=c.justify,
+            width=w,
+            no_wrap=cut,
+            overflow="ellipsis" if cut else "fold",
+        )
+    return t
+
+
+def kept(row: Sequence[Cell], widths: Sequence[int | None]) -> list[Cell]:
+    """The cells of a row whose columns `fit` kept."""
+    return [cell for cell, w in zip(row, widths, strict=True) if w is not None]
+
+
+def fitted_table(
+    env: Environment,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[Cell]],
+    *,
+    style: Literal["plain", "ruled"] = "plain",
+    rule: bool = True,
+    title: str | None = None,
+    caption: str | None = None,
+    empty: Sequence[Cell] | None = None,
+) -> Table:
+    """A whole table, its rows known: fitted to the line and filled."""
+    content = measure(columns, [*rows, *([empty] if empty is not None and not rows else [])])
+    widths = fit(columns, content, line_width(env), GAP[style])
+    t = table(columns, widths, style=style, rule=rule, title=title, caption=caption)
+    for row in rows or ([empty] if empty is not None else []):
+        t.add_row(*kept(row, widths))
+    return t
+
+
+def _rstrip(line: list[Segment]) -> list[Segment]:
+    line = list(line)
+    while line:
+        seg = line[-1]
+        if seg.control:
+            break
+        text = seg.text.rstrip(" ")
+        if text:
+            line[-1] = Segment(text, seg.style, seg.control)
+            break
+        line.pop()
+    return line
+
+
+class Trimmed:
+    """A renderable printed without the spaces at the end of its lines."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            yield from _rstrip(line)
+            yield Segment.line()

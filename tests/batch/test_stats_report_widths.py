@@ -1,0 +1,93 @@
+"""`ripple stats`'s tables at 60, 80, 120 and 200 columns and in a pipe,
+from a report record (no Spark): golden files under tests/golden/tables/."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from ripple_cli.batch.report import print_report
+from ripple_cli.render.columns import make_console
+from ripple_cli.terminal.environment import Environment
+from tests.cli.test_table_widths import WIDTHS, table_golden
+
+NS = 10**9
+T = 1718900000 * NS
+REPORT = {
+    "overview": {
+        "files": 2,
+        "streams": 3,
+        "messages": 1200,
+        "bytes": 149488,
+        "errors": 1,
+        "warnings": 0,
+        "first_ns": T,
+        "last_ns": T + 5 * NS,
+        "rate": 240.0,
+        "peak_per_second": 300,
+    },
+    "by": "file",
+    "groups": [
+        {
+            "name": "captures/workers-2024-06-20.pcap",
+            "messages": 900,
+            "bytes": 112000,
+            "rate": 180.0,
+            "first_ns": T,
+            "last_ns": T + 5 * NS,
+        },
+        {"name": "demo.ripple", "messages": 300, "bytes": 37488, "rate": 60.0, "first_ns": T, "last_ns": T + 4 * NS},
+    ],
+    "problems": [{"kind": "crc_mismatch", "severity": "error", "count": 1, "skipped": 98}],
+    "sequences": [
+        {
+            "worker": "md-worker-07",
+            "output": "positions",
+            "deltas": 120,
+            "gaps": 2,
+            "missing": 3,
+            "duplicates": 1,
+            "last_sequence_no": 123456,
+        }
+    ],
+    "watermark_lag": {
+        "all": {"deltas": 292, "p50": 12 * 10**6, "p90": 40 * 10**6, "p99": 2 * NS, "max": 90 * NS},
+        "outputs": [
+            {"output": "trades", "deltas": 100, "p50": 10**6, "p90": 2 * 10**6, "p99": 3 * 10**6, "max": 4 * 10**6}
+        ],
+    },
+    "silence_ns": 5 * NS,
+    "heartbeats": [
+        {"worker": "md-worker-07", "heartbeats": 40, "min": NS, "median": 2 * NS, "max": 9 * NS, "silences": 1}
+    ],
+    "silences": [{"worker": "md-worker-07", "start_ns": T + NS, "length_ns": 9 * NS}],
+    "top_keys": [{"output": "positions", "key": "((symbol MSFT)(venue IEXG))", "updates": 40}],
+}
+
+
+def render(width: int | None) -> str:
+    out = io.BytesIO()
+    env = Environment(
+        stdin=io.BytesIO(),
+        stdout=out,
+        stderr=io.StringIO(),
+        stdout_isatty=width is not None,
+        stderr_isatty=False,
+        environ={"NO_COLOR": "1"},
+        width=width or 60,
+    )
+    console, stream = make_console(env)
+    print_report(env, console, REPORT)
+    stream.flush()
+    stream.detach()
+    return out.getvalue().decode()
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, None])
+def test_stats_tables(width: int | None) -> None:
+    text = render(width)
+    table_golden("stats", text, width)
+    # What each row is about, and every count, at every width.
+    for row in ("md-worker-07", "123,456", "112,000", "crc_mismatch"):
+        assert row in text

@@ -1,0 +1,202 @@
+"""Every table at 60, 80, 120 and 200 columns, and in a pipe: golden files
+under tests/golden/tables/ (RIPPLE_UPDATE_GOLDEN=1 rewrites them), and
+what must hold at any width: no line wider than the terminal, no trailing
+spaces, no cell cut to one character and an ellipsis, the numbers kept."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from ripple_cli.codec.problems import Problem
+from ripple_cli.flow.inputs import Inputs
+from ripple_cli.flow.pipeline import BaseSink, pump
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.render.columns import Column, fit, make_console
+from ripple_cli.tap import live
+from ripple_cli.tap.live import LiveView
+from ripple_cli.tap.stats import TapStats
+from ripple_cli.terminal.environment import Environment
+from tests.conftest import EXAMPLES, golden, run_cli
+from tests.replay.pcap import Connection, build_pcap
+
+WIDTHS = (60, 80, 120, 200)
+DEMO = EXAMPLES / "demo.ripple"
+# A cell that is one character and the ellipsis: at the start of a line or
+# after a gap between columns (two spaces, or a rule and a space).
+CUT_TO_ONE = re.compile(r"(?:^|\s\s|│ )[^\s…]…")
+
+
+def check_lines(text: str, width: int | None) -> None:
+    for line in text.splitlines():
+        if width is not None:
+            assert cell_len(line) <= width, f"wider than {width}: {line!r}"
+        assert line == line.rstrip(), f"trailing spaces: {line!r}"
+        assert not CUT_TO_ONE.search(line), f"a cell cut to one character: {line!r}"
+
+
+def table_golden(name: str, text: str, width: int | None) -> None:
+    check_lines(text, width)
+    golden(f"tables/{name}.{width or 'pipe'}", text.encode())
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Ripple connection and an HTTP one."""
+    path = tmp_path_factory.mktemp("tables") / "two.pcap"
+    conns = [
+        Connection(DEMO.read_bytes(), client_port=40001, server_port=9000),
+        Connection(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"HTTP/1.1 200 OK\r\n\r\n", 40003, 80),
+    ]
+    path.write_bytes(build_pcap(conns))
+    return path
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_decode_table(width: int) -> None:
+    r = run_cli(["decode", "-c", "30", str(DEMO)], tty=True, width=width)
+    assert r.code == 0, r.stderr
+    table_golden("decode", r.text, width)
+    # The numbers stay at every width: the offsets and the seqs.
+    rows = [line.split() for line in r.text.splitlines()[2:]]
+    assert [row[1] for row in rows] == [str(n) for n in range(1, 31)]
+    assert rows[2][0] == "764"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_decode_table_of_a_capture_with_connections(capture: Path, width: int) -> None:
+    r = run_cli(["decode", "-c", "12", "--show-connection", str(capture)], tty=True, width=width)
+    assert r.code == 0, r.stderr
+    table_golden("decode-capture", r.text, width)
+
+
+def test_decode_table_in_a_pipe_uses_the_whole_line() -> None:
+    r = run_cli(["decode", "-F", "table", "-c", "30", str(DEMO)], tty=False, width=120)
+    table_golden("decode", r.text, None)
+    assert max(len(line) for line in r.text.splitlines()) > 120
+    assert "…" not in r.text  # nothing cut
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_list_streams(capture: Path, width: int) -> None:
+    r = run_cli(["decode", "--list-streams", str(capture)], tty=True, width=width)
+    assert r.code == 0, r.stderr
+    table_golden("list-streams", r.text, width)
+    head = r.text.splitlines()[0].split()
+    assert {"stream", "msgs", "bytes", "problems"} <= set(head)
+    assert " 300 " in r.text and " 37372 " in r.text
+
+
+def test_list_streams_in_a_pipe(capture: Path) -> None:
+    r = run_cli(["decode", "--list-streams", str(capture), str(capture)], tty=False, width=60)
+    table_golden("list-streams", r.text.replace(str(capture), "two.pcap"), None)
+    assert "no protocol recognised in 27 bytes" in r.text
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, None])
+def test_list_protocols(width: int | None) -> None:
+    r = run_cli(["decode", "--list-protocols"], tty=width is not None, width=width or 60)
+    table_golden("list-protocols", r.text, width)
+    assert [line.split()[0] for line in r.text.splitlines()[1:] if not line.startswith(" ")][:2] == [
+        "ripple",
+        "lumberjack",
+    ]
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, None])
+def test_schema_show_table(width: int | None) -> None:
+    r = run_cli(["schema", "show", "-F", "table", str(DEMO)], tty=width is not None, width=width or 60)
+    assert r.code == 0, r.stderr
+    table_golden("schema-show", r.text, width)
+
+
+# ---------------------------------------------------------------- the tap's live view
+
+
+class _Feed(BaseSink):
+    def __init__(self, stats: TapStats, view: LiveView) -> None:
+        self.stats, self.view = stats, view
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        self.stats.output(origin, msg)
+        self.view.message(origin, msg)
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        self.stats.output(origin, problem)
+        self.view.problem(origin, problem)
+
+
+def _live_view(capture: Path, width: int | None) -> tuple[LiveView, io.BytesIO]:
+    out = io.BytesIO()
+    env = Environment(
+        stdin=io.BytesIO(),
+        stdout=out,
+        stderr=io.StringIO(),
+        stdout_isatty=width is not None,
+        stderr_isatty=False,
+        environ={"NO_COLOR": "1"},
+        width=width or 60,
+    )
+    stats = TapStats()
+    view = LiveView(env, stats, title="listening on 127.0.0.1:19400, forwarding to 127.0.0.1:9000")
+    inputs = Inputs(schemas=(str(EXAMPLES / "schemas"),))
+
+    def events() -> Iterator[object]:
+        for ev in inputs.events(str(capture), env):
+            stats.event(ev)
+            yield ev
+
+    pump(events(), inputs.demux("tap"), _Feed(stats, view))  # type: ignore[arg-type]
+    return view, out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_live_view(capture: Path, width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live.time, "time_ns", lambda: 1_700_000_005_000_000_000)  # the heartbeats' age
+    view, out = _live_view(capture, width)
+    view.console.print(view.render(max_rows=10))
+    view.close()
+    text = out.getvalue().decode()
+    table_golden("live", text, width)
+    assert "co… from…" not in text
+    # The demo's direction, live and in the final summary: its msgs, bytes and seq at every width.
+    rows = [line for line in text.splitlines() if re.match(r"1 c2s .* 300 .*36\.5K +300\b", line)]
+    assert len(rows) == 2, text
+
+
+def test_a_number_header_wraps_at_spaces_rather_than_drop_a_column() -> None:
+    columns = [Column("worker", keep=True, shrink=True, min_width=10), Column("last sequence_no", keep=True)]
+    assert fit(columns, [12, 7], 20) == [10, 11]
+    assert fit(columns, [12, 7], None) == [12, 16]
+
+
+def test_the_least_important_column_goes_first() -> None:
+    columns = [
+        Column("a", keep=True),
+        Column("b", priority=1),
+        Column("c", priority=3, shrink=True, min_width=4),
+        Column("d", priority=2),
+    ]
+    assert fit(columns, [5, 5, 20, 5], 100) == [5, 5, 20, 5]
+    assert fit(columns, [5, 5, 20, 5], 30) == [5, 5, 9, 5]
+    assert fit(columns, [5, 5, 20, 5], 22) == [5, None, 8, 5]
+    assert fit(columns, [5, 5, 20, 5], 12) == [5, None, 5, None]
+    assert fit(columns, [5, 5, 20, 5], 3) == [5, None, None, None]  # a number is never dropped
+
+
+def test_a_column_may_not_be_cut_to_one_character() -> None:
+    with pytest.raises(ValueError):
+        Column("x", shrink=True, min_width=2)
+
+
+def test_make_console_in_a_pipe_has_no_line_to_fit() -> None:
+    env = Environment(stdin=io.BytesIO(), stdout=io.BytesIO(), stdout_isatty=False, width=80)
+    console, stream = make_console(env)
+    assert console.width > 10_000
+    stream.detach()
