@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-pure lint bench bench-memory bench-deps bench-spark system-deps npm-peers clean
+.PHONY: demo examples test test-pure lint bench bench-memory bench-deps bench-spark system-deps npm-peers clean
 
 # setup.py and the C sources: reinstalling rebuilds the C extensions.
 #
@@ -34,6 +34,11 @@ demo: $(STAMP)
 	@echo
 	@echo '$$ ripple verify --schemas examples/more-schemas examples/demo.ripple'
 	@$(BIN)/ripple verify --schemas examples/more-schemas examples/demo.ripple
+
+# The inputs README.md and the man pages use (examples/), remade byte for
+# byte by the project's own generators; tests/docs checks they are current.
+examples: $(STAMP)
+	$(BIN)/python scripts/make-examples.py
 
 system-deps:
 	./scripts/system-deps.sh
