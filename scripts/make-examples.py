@@ -88,9 +88,8 @@ def encode(text: str) -> bytes:
 
 def negotiation(time_ns: int) -> bytes:
     """The ok Schema_negotiation a consumer answers a Handshake with."""
-    return encode(
-        f"((seq 1)(time_ns {time_ns})(schema ripple.schema_negotiation/v1)(msg(Schema_negotiation((ok true)(errors())))))\n"
-    )
+    schema = "ripple.schema_negotiation/v1"
+    return encode(f"((seq 1)(time_ns {time_ns})(schema {schema})(msg(Schema_negotiation((ok true)(errors())))))\n")
 
 
 def drop_record(pcap: bytes, index: int) -> bytes:
