@@ -276,6 +276,10 @@ def setup_dir(tmp: Path, layout: str) -> Path:
     wrapper = bindir / "ripple"
     wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m ripple_cli "$@"\n')
     wrapper.chmod(0o755)
+    # python3 is the environment's, as in an activated venv (pyarrow, for export's example).
+    python = bindir / "python3"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
     return work
 
 
