@@ -1,5 +1,5 @@
 # The two commands a fresh machine needs:
-#   make demo   creates the environment and decodes the bundled example stream
+#   make demo   creates the environment, installs ripple alone and decodes the bundled example stream
 #   make test   installs everything the tests need (Debian packages too) and runs them all
 PYTHON ?= python3
 VENV   := .venv
@@ -19,13 +19,24 @@ STAMP  := $(VENV)/.installed
 #   .venv/bin/pip install -e '.[test]'
 #   .venv/bin/pip freeze --exclude-editable | grep -v '^ripple-cli' > constraints.txt
 # (keeping its two comment lines at the top).
-$(STAMP): pyproject.toml setup.py constraints.txt $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
+SOURCES := pyproject.toml setup.py constraints.txt $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo needs ripple alone: no test extra (PySpark, pandas, mypy...).
+$(DEMO_STAMP): $(SOURCES) | $(VENV)/bin/python
+	$(BIN)/pip install -q -c constraints.txt -e .
+	touch $(DEMO_STAMP)
+
+# The tests need the test extra; it includes what the demo installs.
+$(STAMP): $(SOURCES) | $(VENV)/bin/python
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	touch $(STAMP) $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	@echo '$$ ripple decode --format table -c 12 examples/demo.ripple'
 	@$(BIN)/ripple decode --format table -c 12 examples/demo.ripple
 	@echo
