@@ -1,12 +1,12 @@
 # The two commands a fresh machine needs:
-#   make demo   creates the environment and decodes the bundled example stream
+#   make demo   creates the environment, installs ripple alone and decodes the bundled example stream
 #   make test   installs everything the tests need (Debian packages too) and runs them all
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-pure lint bench bench-memory bench-deps bench-spark system-deps npm-peers clean
+.PHONY: demo examples test test-pure lint bench bench-memory bench-deps bench-spark system-deps npm-peers clean
 
 # setup.py and the C sources: reinstalling rebuilds the C extensions.
 #
@@ -19,13 +19,24 @@ STAMP  := $(VENV)/.installed
 #   .venv/bin/pip install -e '.[test]'
 #   .venv/bin/pip freeze --exclude-editable | grep -v '^ripple-cli' > constraints.txt
 # (keeping its two comment lines at the top).
-$(STAMP): pyproject.toml setup.py constraints.txt $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
+SOURCES := pyproject.toml setup.py constraints.txt $(wildcard ripple_cli/codec/fast/*.c ripple_cli/codec/fast/*.h ripple_cli/tap/*.c)
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo needs ripple alone: no test extra (PySpark, pandas, mypy...).
+$(DEMO_STAMP): $(SOURCES) | $(VENV)/bin/python
+	$(BIN)/pip install -q -c constraints.txt -e .
+	touch $(DEMO_STAMP)
+
+# The tests need the test extra; it includes what the demo installs.
+$(STAMP): $(SOURCES) | $(VENV)/bin/python
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	touch $(STAMP) $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	@echo '$$ ripple decode --format table -c 12 examples/demo.ripple'
 	@$(BIN)/ripple decode --format table -c 12 examples/demo.ripple
 	@echo
@@ -34,6 +45,11 @@ demo: $(STAMP)
 	@echo
 	@echo '$$ ripple verify --schemas examples/more-schemas examples/demo.ripple'
 	@$(BIN)/ripple verify --schemas examples/more-schemas examples/demo.ripple
+
+# The inputs README.md and the man pages use (examples/), remade byte for
+# byte by the project's own generators; tests/docs checks they are current.
+examples: $(STAMP)
+	$(BIN)/python scripts/make-examples.py
 
 system-deps:
 	./scripts/system-deps.sh

@@ -82,3 +82,11 @@ def golden(name: str, actual: bytes) -> None:
             if x != y:
                 pytest.fail(f"{name}: line {i + 1} differs\n  expected: {y[:300]!r}\n  actual:   {x[:300]!r}")
         pytest.fail(f"{name}: {len(a)} lines, expected {len(e)}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-docs",
+        action="store_true",
+        help="rewrite the shown output of README.md's and the man pages' examples that differ (tests/docs)",
+    )
