@@ -67,7 +67,7 @@ def make_console(env: Environment) -> tuple[Console, io.TextIOWrapper]:
     stream = io.TextIOWrapper(env.stdout, encoding="utf-8", errors="replace", write_through=True)
     console = Console(
         file=stream,
-        force_terminal=env.stdout_isatty,
+        force_terminal=env.stdout_isatty or env.color,
         no_color=not env.color,
         color_system="auto" if env.color else None,
         width=line_width(env) or UNBOUNDED,
