@@ -12,6 +12,7 @@ EXIT_USAGE = 2  # bad command line
 EXIT_UNREADABLE = 3  # an input could not be opened or read
 EXIT_INTERNAL = 70  # a bug in ripple (EX_SOFTWARE)
 EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_TERMINATED = 143  # SIGTERM to the tap (128 + 15): stopped as by Ctrl-C, with its summary
 EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE), as a C tool would
 
 EXIT_CODES = {
@@ -21,6 +22,7 @@ EXIT_CODES = {
     EXIT_UNREADABLE: "an input file could not be opened or read, or a schema file is not valid",
     EXIT_INTERNAL: "internal error (a bug: please report it, with RIPPLE_DEBUG=1 for a traceback)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+    EXIT_TERMINATED: "tap: stopped by SIGTERM (kill, a service manager), after its summary",
     EXIT_BROKEN_PIPE: "stdout was closed by its reader (e.g. | head); nothing is printed",
 }
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from typing import Protocol
@@ -27,7 +28,7 @@ from typing import Protocol
 from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.capture.events import CaptureEvent, StreamEnd, StreamGap, StreamId
 from ripple_cli.codec.problems import Problem
-from ripple_cli.errors import EXIT_INTERRUPTED
+from ripple_cli.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.pipeline import BaseSink, Enough, deliver, steps
 from ripple_cli.protocols.item import Decoded, Item, Run
@@ -104,6 +105,7 @@ class Session:
             else:
                 self._record_packets = DropQueue(1 << 20, buffer)
         self.interrupted = False
+        self.terminated = False  # by SIGTERM: exit 143 rather than 130
         self.abandoned = False
         self.printer_closed = False
         self.record_error: str | None = None
@@ -139,6 +141,7 @@ class Session:
             self._recorded.set()
         for t in threads:
             t.start()
+        restore_sigterm = _take_sigterm(self._terminate)
         try:
             try:
                 if on_start is not None:
@@ -146,7 +149,7 @@ class Session:
                 _wait(self._printed)
             except KeyboardInterrupt:
                 self.interrupted = True
-                self.stats.ended_by = "interrupted"
+                self.stats.ended_by = "terminated" if self.terminated else "interrupted"
                 self.source.stop()
                 try:
                     _wait(self._printed)
@@ -161,11 +164,21 @@ class Session:
                     _wait(self._recorded)
                 except KeyboardInterrupt:
                     self._abandon()
+            restore_sigterm()
         if self._error is not None:
             raise self._error
         if self._broken_pipe:
             raise BrokenPipeError
+        if self.terminated:
+            return EXIT_TERMINATED
         return EXIT_INTERRUPTED if self.interrupted else self.report.exit_code
+
+    def _terminate(self, _signum: int, _frame: object) -> None:
+        """SIGTERM (kill, systemd, docker stop) stops the tap as Ctrl-C does:
+        what was received is shown, then the summary; a second one gives up
+        what is left, as a second Ctrl-C does."""
+        self.terminated = True
+        raise KeyboardInterrupt
 
     def _abandon(self) -> None:
         """A second Ctrl-C: what still waits for the printer will not be shown."""
@@ -400,6 +413,19 @@ def _lower_priority(nice: int) -> None:
     if nice > 0:
         with contextlib.suppress(OSError, AttributeError):
             os.nice(nice)
+
+
+def _take_sigterm(handler: Callable[[int, object], None]) -> Callable[[], None]:
+    """Installs `handler` for SIGTERM; returns what puts the previous one
+    back.  Off the main thread (where Python cannot install one) nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, handler)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+    return restore
 
 
 def _wait(event: threading.Event) -> None:

@@ -69,7 +69,7 @@ class TapStats:
         self.not_shown_problems = 0
         self.not_recorded = 0
         self.notes: list[str] = []
-        self.ended_by: str | None = None  # "interrupted", "count reached"; None: the source ended
+        self.ended_by: str | None = None  # "interrupted", "terminated", "count reached"; None: the source ended
 
     # -- the decoding thread --------------------------------------------------
 

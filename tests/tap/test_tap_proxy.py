@@ -179,6 +179,33 @@ def test_blocked_printer_never_slows_or_alters_traffic(tmp_path: Path) -> None:
     assert shown + int(m.group(1)) == 2 * 12_000, summary  # every message was either shown or counted
 
 
+def test_sigterm_stops_the_tap_like_ctrl_c_with_its_summary_and_exit_143(tmp_path: Path) -> None:
+    """kill, systemd and docker stop send SIGTERM: what was received is still
+    shown, the summary follows, and the exit status says how it ended."""
+    request = ripple_stream(seed=23, size=200_000, big=20)
+
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["got"] = recv_all(conn)
+
+    port, result = serve_once(upstream)
+    with run_tap(_proxy_args(port, "--format", "sexp"), tmp_path) as tap:
+        with socket.create_connection(("127.0.0.1", tap.port)) as c:
+            c.sendall(request)
+            c.shutdown(socket.SHUT_WR)
+            recv_all(c)
+        wait_for(lambda: "done" in result, what="the upstream")
+        wait_idle(tap.proc.pid)
+        tap.proc.send_signal(signal.SIGTERM)
+        summary = tap.final_stderr().splitlines()[-1]
+        assert tap.proc.returncode == 143
+    lines = decode_lines(request, tmp_path)
+    assert tap.stdout().splitlines() == lines
+    assert (
+        summary
+        == f"ripple: tap: 1 connection, {len(lines)} messages, 0 problems; 0 messages not shown, 0 bytes not decoded"
+    )
+
+
 def _exited(pid: int) -> bool:
     """Whether a child process has exited (a zombie until it is reaped)."""
     try:
