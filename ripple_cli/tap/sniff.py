@@ -40,13 +40,16 @@ _DROPPED = re.compile(r"(\d+) packets? dropped by (kernel|interface)")
 
 def bpf_expression(bpf: str | None, ports: frozenset[int]) -> str:
     """The filter tcpdump gets: the user's, narrowed to the `--port`s; plain
-    `tcp` when neither is given (only TCP carries Ripple)."""
+    `tcp` when neither is given (only TCP carries Ripple).  Parentheses only
+    where two parts are joined: the banner shows this text."""
     parts = []
     if bpf:
-        parts.append(f"({bpf})")
+        parts.append(bpf)
     if ports:
-        parts.append("(" + " or ".join(f"tcp port {p}" for p in sorted(ports)) + ")")
-    return " and ".join(parts) or "tcp"
+        parts.append(" or ".join(f"tcp port {p}" for p in sorted(ports)))
+    if len(parts) == 2:
+        return " and ".join(f"({p})" for p in parts)
+    return parts[0] if parts else "tcp"
 
 
 def _pcap_bytes(

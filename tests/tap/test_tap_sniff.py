@@ -37,7 +37,7 @@ def test_sniffing_lo_decodes_like_decode_and_records_the_packets(tmp_path: Path)
     # the CPU; at nice 19 two busy processes beside it starve its decoding.
     args = ["-i", "lo", "--port", str(up.port), "--show-connection", "-w", str(cap), "--nice", "0"]
     with run_tap(args, tmp_path, ready="ripple: tap: capturing on lo") as tap:
-        assert f"tcp port {up.port}" in tap.stderr()
+        assert f"ripple: tap: capturing on lo (tcp port {up.port})\n" in tap.stderr()
         client_port, _digest, size = exchange(up.port, payload, random.Random(2))
         assert size == len(payload)
         # Ctrl-C once every message of both directions is shown: the tap

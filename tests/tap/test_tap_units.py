@@ -313,7 +313,8 @@ def test_parse_hostport_refuses(text: str) -> None:
 
 def test_bpf_expression() -> None:
     assert bpf_expression(None, frozenset()) == "tcp"
-    assert bpf_expression("host 10.0.0.2", frozenset()) == "(host 10.0.0.2)"
+    assert bpf_expression("host 10.0.0.2", frozenset()) == "host 10.0.0.2"
+    assert bpf_expression(None, frozenset({19400})) == "tcp port 19400"
     assert bpf_expression("vlan", frozenset({9001, 9000})) == "(vlan) and (tcp port 9000 or tcp port 9001)"
 
 
