@@ -78,6 +78,7 @@ def _replay(
     if opts.listen is not None:
         listener = open_listener(*opts.listen)
         stats.peer = listening_address(listener)
+        stats.listening = True
     try:
         for rec in recordings:
             if opts.limit is not None and stats.messages >= opts.limit:
@@ -86,9 +87,10 @@ def _replay(
                 which = f" for {rec.label}" if len(recordings) > 1 else ""
                 notice(f"listening on {stats.peer}: waiting for a consumer{which}")
                 sock, peer = accept(listener)
+                stats.consumers.append(peer)
             else:
                 assert opts.to is not None
-                sock, peer = connect(*opts.to, opts.handshake_timeout_s)
+                sock, peer = connect(*opts.to, opts.handshake_timeout_s, notice)
             stats.connections += 1
             session = Session(sock, peer, stats, opts.max_payload, clock)
             complete = False

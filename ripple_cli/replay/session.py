@@ -42,17 +42,45 @@ class PeerGone(RippleError):
     """The peer closed or reset the connection, or never answered."""
 
 
-def connect(host: str, port: int, timeout_s: float) -> tuple[socket.socket, str]:
+# A refused connection is tried again (a consumer started beside the
+# replay may not listen yet), waiting this long at first, doubling up to
+# the last, until --handshake-timeout has passed.  Refusals for longer than
+# _QUIET_S are told once: a short race is silent, a long wait never is.
+_RETRY_S = (0.02, 0.5)
+_QUIET_S = 1.0
+
+
+def connect(
+    host: str, port: int, timeout_s: float, notice: Callable[[str], None] | None = None
+) -> tuple[socket.socket, str]:
+    """Connects within `timeout_s`; refused attempts are retried until then,
+    as a consumer that is still starting refuses at first (`notice` hears
+    once when refusals have lasted a while: the wait is never silent)."""
     peer = address_text(host or "localhost", port)
-    try:
-        sock = socket.create_connection((host or "localhost", port), timeout=timeout_s)
-    except ConnectionRefusedError:
-        raise ConnectFailed(f"cannot connect to {peer}: connection refused") from None
-    except TimeoutError:
-        raise ConnectFailed(f"cannot connect to {peer}: no answer within {timeout_s:g} s") from None
-    except OSError as e:
-        raise ConnectFailed(f"cannot connect to {peer}: {e.strerror or e}") from None
-    return _ready(sock), peer
+    start = time.monotonic()
+    deadline = start + timeout_s
+    told = notice is None
+    pause, longest = _RETRY_S
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            sock = socket.create_connection((host or "localhost", port), timeout=max(left, 0.001))
+        except ConnectionRefusedError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ConnectFailed(f"cannot connect to {peer}: connection refused (for {timeout_s:g} s)") from None
+            if not told and time.monotonic() - start >= _QUIET_S:
+                assert notice is not None
+                notice(f"{peer} refuses connections: trying again for up to {timeout_s:g} s")
+                told = True
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, longest)
+            continue
+        except TimeoutError:
+            raise ConnectFailed(f"cannot connect to {peer}: no answer within {timeout_s:g} s") from None
+        except OSError as e:
+            raise ConnectFailed(f"cannot connect to {peer}: {e.strerror or e}") from None
+        return _ready(sock), peer
 
 
 def open_listener(host: str, port: int) -> socket.socket:

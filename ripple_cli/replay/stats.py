@@ -14,7 +14,7 @@ NS = 1_000_000_000
 
 @dataclass
 class ReplayStats:
-    peer: str  # HOST:PORT replayed to, or listened on
+    peer: str  # HOST:PORT replayed to (--to), or listened on (--listen)
     pacing: str  # Pacing.describe()
     paced: bool  # False under --topspeed: no target to be late for
     connections: int = 0
@@ -29,6 +29,10 @@ class ReplayStats:
     # Per streamed message: the clock after its write returned, minus its
     # target.  8 bytes each, so that percentiles are exact.
     lags_ns: array[int] = field(default_factory=lambda: array("q"))
+    # Under --listen: `peer` is our own address; the consumers that
+    # connected are these, in order.
+    listening: bool = False
+    consumers: list[str] = field(default_factory=list)
 
     @property
     def streamed(self) -> int:
@@ -55,9 +59,14 @@ class ReplayStats:
 
     def to_json(self) -> str:
         msgs, mbs = self.rates()
+        # A listening replay names its own address `listen` and the
+        # consumers that came `peers`: `peer` is always the other end.
+        where: dict[str, Any] = (
+            {"listen": self.peer, "peers": self.consumers} if self.listening else {"peer": self.peer}
+        )
         doc: dict[str, Any] = {
             "v": 1,
-            "peer": self.peer,
+            **where,
             "pacing": self.pacing,
             "connections": self.connections,
             "messages": self.messages,
@@ -75,8 +84,9 @@ class ReplayStats:
     def to_text(self) -> str:
         msgs, mbs = self.rates()
         conns = _plural(self.connections, "connection")
+        where = f"to {self.peer}" if not self.listening else f"to consumers of {self.peer}"
         lines = [
-            f"replay: {_plural(self.messages, 'message')}, {self.bytes:,} bytes to {self.peer} ({conns}), "
+            f"replay: {_plural(self.messages, 'message')}, {self.bytes:,} bytes {where} ({conns}), "
             f"{self.elapsed_ns / NS:.3f} s at {self.pacing}" + (" (interrupted)" if self.interrupted else ""),
             f"  rate: {msgs:,.1f} msgs/s, {mbs:.3f} MB/s",
         ]

@@ -194,12 +194,44 @@ def test_no_answer_times_out() -> None:
     assert time.monotonic() - started < 5
 
 
-def test_connection_refused_is_exit_3() -> None:
+def test_connection_refused_is_exit_3_once_the_timeout_has_passed() -> None:
     with socket.create_server(("127.0.0.1", 0)) as s:
         port = s.getsockname()[1]
-    r = run_cli(["replay", str(DEMO_PATH), "--to", f"127.0.0.1:{port}"])
+    r = run_cli(["replay", str(DEMO_PATH), "--to", f"127.0.0.1:{port}", "--handshake-timeout", "0.3"])
     assert r.code == 3
-    assert r.stderr == f"ripple: cannot connect to 127.0.0.1:{port}: connection refused\n"
+    assert r.stderr == f"ripple: cannot connect to 127.0.0.1:{port}: connection refused (for 0.3 s)\n"
+
+
+def test_a_consumer_that_starts_listening_late_is_waited_for() -> None:
+    """A consumer started beside the replay refuses until it listens: the
+    replay tries again until --handshake-timeout."""
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        port = s.getsockname()[1]
+    proc = ripple_process(
+        "replay", str(DEMO_PATH), "--to", f"127.0.0.1:{port}", "--handshake", "none", "-t", "-F", "json"
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # refused for a second: now the consumer starts
+        assert line == f"ripple: 127.0.0.1:{port} refuses connections: trying again for up to 10 s\n"
+        with socket.create_server(("127.0.0.1", port)) as srv:
+            srv.settimeout(30)
+            conn, _ = srv.accept()
+            with conn:
+                got = recv_all(conn)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert got == DEMO
+    assert json.loads(out)["messages"] == 300
+
+
+def recv_all(conn: socket.socket) -> bytes:
+    chunks = []
+    while chunk := conn.recv(1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def test_peer_closing_mid_replay_is_exit_1_with_the_count() -> None:
@@ -291,7 +323,12 @@ def test_listen_serves_a_consumer_that_connects() -> None:
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert got.envelopes == SOURCE_BYTES
-    assert json.loads(out)["messages"] == 300
+    report = json.loads(out)
+    assert report["messages"] == 300
+    # The listening address is ours: `listen`; the consumer that came is the peer.
+    assert report["listen"] == f"127.0.0.1:{m.group(1)}" and "peer" not in report
+    assert len(report["peers"]) == 1 and re.fullmatch(r"127\.0\.0\.1:\d+", report["peers"][0])
+    assert report["peers"][0] != report["listen"]
 
 
 # ------------------------------------------------------------------ captures

@@ -125,7 +125,8 @@ def _timing(
     default=10.0,
     show_default=True,
     metavar="SECONDS",
-    help="How long to wait to connect, and for the peer's answer to the Handshake.",
+    help="How long to wait to connect (a refused connection is tried again until then), and for the peer's "
+    "answer to the Handshake.",
 )
 @click.option(
     "--handshake",
