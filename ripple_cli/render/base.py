@@ -13,10 +13,12 @@ from ripple_cli.protocols.origin import Origin
 @dataclass(frozen=True)
 class View:
     """How messages are shown, whatever the format (--show-offsets,
-    --show-connection)."""
+    --show-connection), and whether the input is watched as it comes (a
+    pipe, the tap): then nothing waits to be shown for more to come."""
 
     offsets: bool = False
     connection: bool = False
+    live: bool = False
 
 
 class Renderer(Protocol):

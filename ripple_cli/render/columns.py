@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from rich import box as boxes
@@ -62,8 +62,8 @@ class Column:
 
 
 def make_console(env: Environment) -> tuple[Console, io.TextIOWrapper]:
-    """A rich console on env.stdout: as wide as the terminal, or unbounded
-    in a pipe; colour as `env.color` says."""
+    """A rich console on env.stdout: as wide as `line_width` says, or
+    unbounded; colour as `env.color` says."""
     stream = io.TextIOWrapper(env.stdout, encoding="utf-8", errors="replace", write_through=True)
     console = Console(
         file=stream,
@@ -78,8 +78,13 @@ def make_console(env: Environment) -> tuple[Console, io.TextIOWrapper]:
 
 
 def line_width(env: Environment) -> int | None:
-    """The line a table fits: the terminal's width, or none in a pipe."""
-    return max(env.width, 1) if env.stdout_isatty else None
+    """The line a table fits: the terminal's width; in a pipe, COLUMNS when
+    it is exported (the user said how wide, as `ls -C` takes it), else none:
+    every cell whole, for grep and less -S."""
+    if env.stdout_isatty:
+        return max(env.width, 1)
+    columns = env.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
 def _plain(cell: Cell) -> str:
@@ -96,12 +101,17 @@ def measure(columns: Sequence[Column], rows: Iterable[Sequence[Cell]]) -> list[i
     return widest
 
 
-def fit(columns: Sequence[Column], content: Sequence[int], width: int | None, gap: int = 2) -> list[int | None]:
+def fit(
+    columns: Sequence[Column], content: Sequence[int], width: int | None, gap: int = 2, more: bool = True
+) -> list[int | None]:
     """Each column's width (None: dropped), for cells as wide as `content`
-    on a line of `width` columns (None: a pipe), `gap` columns between two."""
+    on a line of `width` columns (None: a pipe), `gap` columns between two;
+    `more`: rows are still to come (room is kept for their at_least)."""
     natural = [max(cell_len(c.name), n) for c, n in zip(columns, content, strict=True)]
     if width is None:
         return list(natural)
+    if not more:
+        columns = [replace(c, at_least=0) for c in columns]
     natural = [max(n, c.at_least) for c, n in zip(columns, natural, strict=True)]
     floor = []
     for c, n, cells in zip(columns, natural, content, strict=True):
@@ -135,8 +145,12 @@ def fit(columns: Sequence[Column], content: Sequence[int], width: int | None, ga
         spare -= add
 
     for i in by_priority:
-        if not columns[i].flex:
-            grow(i, min(max(content[i], cell_len(columns[i].name)), columns[i].max_width or UNBOUNDED))
+        c = columns[i]
+        if not c.flex:
+            # A text column's at_least counts here: the cells it will hold
+            # (the longest type name, say) are known before they come.
+            ahead = 0 if c.keep else c.at_least
+            grow(i, min(max(content[i], cell_len(c.name), ahead), c.max_width or UNBOUNDED))
     for i in by_priority:
         if columns[i].keep:
             grow(i, natural[i])
@@ -207,7 +221,7 @@ def fitted_table(
 ) -> Table:
     """A whole table, its rows known: fitted to the line and filled."""
     content = measure(columns, [*rows, *([empty] if empty is not None and not rows else [])])
-    widths = fit(columns, content, line_width(env), GAP[style])
+    widths = fit(columns, content, line_width(env), GAP[style], more=False)
     t = table(columns, widths, style=style, rule=rule, title=title, caption=caption)
     for row in rows or ([empty] if empty is not None else []):
         t.add_row(*kept(row, widths))

@@ -5,6 +5,12 @@ a long or live stream shows as it goes.  On a terminal the first batch
 fits the columns to the line (render/columns.py) and later batches keep
 those widths, under one header; in a pipe every cell is whole and a
 column only ever widens.
+
+The first batch of a file is its first 200 rows, or all of them when
+there are fewer, whatever pauses the reading makes: the layout and the
+widths are then the same for the same messages however their bytes were
+segmented.  A live input (a pipe, the tap) shows its rows at every pause
+instead, the first batch fitted to what came.
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ class TableRenderer(NoRuns):
 
     def __init__(self, env: Environment, view: View | None = None) -> None:
         self.env = env
-        self.show_connection = (view or View()).connection
+        view = view or View()
+        self.show_connection = view.connection
+        self.live = view.live
         self.console, self._stream = make_console(env)
         self._items: list[tuple[Origin, Decoded | Problem]] = []
         self._protocols: bool | None = None  # the layout, once chosen
@@ -69,7 +77,8 @@ class TableRenderer(NoRuns):
             offset,
             Column("seq", keep=True, at_least=6, justify="right"),
             time,
-            Column("type", priority=5, shrink=True, min_width=8, max_width=11),
+            # at_least: "Negotiation", the longest of Ripple's short type names.
+            Column("type", priority=5, shrink=True, min_width=8, max_width=11, at_least=11),
             Column("schema", priority=1, shrink=True, min_width=8, max_width=18),
             Column("output", priority=3, shrink=True, min_width=6, max_width=12),
             Column("key", priority=4, shrink=True, min_width=8, max_width=20),
@@ -79,7 +88,7 @@ class TableRenderer(NoRuns):
     def message(self, origin: Origin, msg: Decoded) -> None:
         self._items.append((origin, msg))
         if len(self._items) >= _BATCH:
-            self.flush()
+            self._print()
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         self._items.append((origin, problem))
@@ -144,10 +153,18 @@ class TableRenderer(NoRuns):
         return (Text("" if st is None else f"{st.connection} {st.direction}"),)
 
     def flush(self) -> None:
+        """An input pause: what waits is shown, except, from a file, a first
+        batch still short of _BATCH rows, which waits for more."""
+        if self._header_done or self.live or len(self._items) >= _BATCH:
+            self._print()
+
+    def _print(self, final: bool = False) -> None:
+        """What waits, as rows; `final`: nothing comes after them."""
         if not self._items:
             return
+        first = self._items[:_BATCH]  # what the layout and widths are chosen on
         if self._protocols is None:
-            messages = [m for _o, m in self._items if not isinstance(m, Problem)]
+            messages = [m for _o, m in first if not isinstance(m, Problem)]
             self._protocols = bool(messages) and not any(m.cells().seq is not None for m in messages)
         columns = self._columns()
         rows = [self._row(origin, item) for origin, item in self._items]
@@ -158,8 +175,9 @@ class TableRenderer(NoRuns):
             if self._widths is not None:
                 widths = [max(a or 0, b or 0) for a, b in zip(widths, self._widths, strict=True)]
             self._widths = widths
-        elif self._widths is None:  # a terminal: fitted once, kept for one header
-            self._widths = fit(columns, measure(columns, rows), width)
+        elif self._widths is None:  # a terminal: fitted once, on the first batch, kept for one header
+            whole = final and len(rows) <= _BATCH  # all the rows there will be: no room kept for more
+            self._widths = fit(columns, measure(columns, rows[:_BATCH]), width, more=not whole)
         t = table(columns, self._widths, header=not self._header_done)
         for row in rows:
             t.add_row(*kept(row, self._widths))
@@ -168,5 +186,5 @@ class TableRenderer(NoRuns):
         self.env.stdout.flush()
 
     def close(self) -> None:
-        self.flush()
+        self._print(final=True)
         self._stream.detach()  # leave env.stdout open for whoever owns it

@@ -18,7 +18,9 @@ from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import BaseSink, pump
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
+from ripple_cli.render.base import View
 from ripple_cli.render.columns import Column, fit, make_console
+from ripple_cli.render.table import TableRenderer
 from ripple_cli.tap import live
 from ripple_cli.tap.live import LiveView
 from ripple_cli.tap.stats import TapStats
@@ -93,9 +95,12 @@ def test_list_streams(capture: Path, width: int) -> None:
     assert " 300 " in r.text and " 37372 " in r.text
 
 
-def test_list_streams_in_a_pipe(capture: Path) -> None:
-    r = run_cli(["decode", "--list-streams", str(capture), str(capture)], tty=False, width=60)
-    table_golden("list-streams", r.text.replace(str(capture), "two.pcap"), None)
+def test_list_streams_in_a_pipe(capture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Named as typed, relative: the source column is as wide as the name,
+    # which must not depend on where pytest keeps its temporary files.
+    monkeypatch.chdir(capture.parent)
+    r = run_cli(["decode", "--list-streams", "two.pcap", "two.pcap"], tty=False, width=60)
+    table_golden("list-streams", r.text, None)
     assert "no protocol recognised in 27 bytes" in r.text
 
 
@@ -195,8 +200,81 @@ def test_a_column_may_not_be_cut_to_one_character() -> None:
         Column("x", shrink=True, min_width=2)
 
 
+def test_an_exported_columns_is_the_line_of_a_piped_table() -> None:
+    """COLUMNS in the environment of a pipe (export COLUMNS, or COLUMNS=80
+    ripple ... | less) is the width asked for: the table fits it as on a
+    terminal of that width."""
+    piped = run_cli(
+        ["decode", "-F", "table", "-c", "30", str(DEMO)], tty=False, environ={"NO_COLOR": "1", "COLUMNS": "80"}
+    )
+    on_a_terminal = run_cli(["decode", "-c", "30", str(DEMO)], tty=True, width=80)
+    assert piped.text == on_a_terminal.text
+    for bad in ("", "0", "wide"):
+        r = run_cli(
+            ["decode", "-F", "table", "-c", "3", str(DEMO)], tty=False, environ={"NO_COLOR": "1", "COLUMNS": bad}
+        )
+        assert max(len(line) for line in r.text.splitlines()) > 120  # ignored: the whole line
+
+
 def test_make_console_in_a_pipe_has_no_line_to_fit() -> None:
     env = Environment(stdin=io.BytesIO(), stdout=io.BytesIO(), stdout_isatty=False, width=80)
     console, stream = make_console(env)
     assert console.width > 10_000
     stream.detach()
+
+
+class _PausingSink(BaseSink):
+    """A pause (flush) after every item: the input's segmentation at its worst."""
+
+    def __init__(self, renderer: TableRenderer) -> None:
+        self.renderer = renderer
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        self.renderer.message(origin, msg)
+        self.renderer.flush()
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        self.renderer.problem(origin, problem)
+        self.renderer.flush()
+
+
+def _table(live_input: bool, pausing: bool) -> str:
+    out = io.BytesIO()
+    env = Environment(stdin=io.BytesIO(), stdout=out, stdout_isatty=True, environ={"NO_COLOR": "1"}, width=80)
+    renderer = TableRenderer(env, View(live=live_input))
+    inputs = Inputs()
+    sink: BaseSink = _PausingSink(renderer) if pausing else renderer  # type: ignore[assignment]
+    pump(inputs.events(str(DEMO), env), inputs.demux("demo.ripple"), sink)
+    renderer.close()
+    return out.getvalue().decode()
+
+
+def test_a_file_s_table_does_not_depend_on_where_its_input_paused() -> None:
+    """The layout and widths are chosen on the first 200 rows whatever
+    pauses the reading made: the same file gives the same table."""
+    whole = _table(live_input=False, pausing=False)
+    assert _table(live_input=False, pausing=True) == whole
+    assert len(whole.splitlines()) == 2 + 300
+
+
+def _shown_before_the_end(path: Path, live_input: bool) -> str:
+    out = io.BytesIO()
+    env = Environment(stdin=io.BytesIO(), stdout=out, stdout_isatty=True, environ={"NO_COLOR": "1"}, width=80)
+    renderer = TableRenderer(env, View(live=live_input))
+    inputs = Inputs()
+    pump(inputs.events(str(path), env), inputs.demux(path.name), _PausingSink(renderer))
+    return out.getvalue().decode()  # not closed: what a watcher sees while the input waits
+
+
+def test_a_live_table_shows_rows_at_every_pause(tmp_path: Path) -> None:
+    """From a pipe (or the tap) nothing waits for a batch: the first rows
+    are out, fitted to what came, as soon as the input pauses; from a file
+    they wait for the batch (or the end)."""
+    path = tmp_path / "first-two.ripple"
+    path.write_bytes(DEMO.read_bytes()[:764])  # the Handshake and the Schema_negotiation
+    live_text = _shown_before_the_end(path, live_input=True)
+    assert [line.split()[2:4] for line in live_text.splitlines()[2:]] == [
+        ["16:13:20.000000", "Handshake"],
+        ["16:13:20.033093", "Negotiation"],
+    ]
+    assert _shown_before_the_end(path, live_input=False) == ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from ripple_cli.analysis.report import Report
@@ -80,14 +82,15 @@ def decode(
         return 0
     if list_streams:
         return _list_streams(env, files or ("-",), inputs, fmt)
-    renderer = make_renderer(fmt or default_format(env), env, view)
+    paths = files or ("-",)
+    renderer = make_renderer(fmt or default_format(env), env, replace(view, live="-" in paths))
     sink = ShowSink(Report(), renderer, show.select, show.count)
     # Every message as its canonical line and nothing else: the fast lane
     # (when built) writes the lines of the boring envelopes in bulk.
     lane = LaneKind.SEXP if sink.takes_runs else None
     deltas = DeltaMode.RAW if raw else DeltaMode.DECODE
     try:
-        for path in files or ("-",):
+        for path in paths:
             name = display_name(path)
             sink.source(name)
             # A pipe is watched live: each message shows as soon as it is

@@ -231,7 +231,7 @@ def _printer(env: Environment, fmt: str, view: View, stats: TapStats) -> tuple[R
 
         live_view = LiveView(env, stats)
         return live_view, live_view
-    return make_renderer(fmt, env, View(connection=view.connection)), None
+    return make_renderer(fmt, env, View(connection=view.connection, live=True)), None
 
 
 def _stderr(env: Environment, line: str) -> None:
