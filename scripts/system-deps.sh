@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need: OCaml with bin_prot and
 # sexplib (the real workers' serializers, for interop tests) and tcpdump.
-# jq and xxd run the examples of README.md and the man pages (tests/docs).
+# jq, xxd and nc (netcat-openbsd) run the examples of README.md and the man
+# pages (tests/docs).
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
@@ -9,7 +10,7 @@ packages=(
   ocaml-nox ocaml-findlib libbin-prot-ocaml-dev libppx-bin-prot-ocaml-dev
   libppx-sexp-conv-ocaml-dev libsexplib-ocaml-dev libfieldslib-ocaml-dev
   libvariantslib-ocaml-dev libppx-deriving-ocaml-dev
-  tcpdump groff-base jq xxd
+  tcpdump groff-base jq xxd netcat-openbsd
 )
 # Spark (ripple export/stats, tests/batch) runs on Java 17 or 21: a headless
 # JRE when no java is on the PATH, or one older than 17 (Debian 12 has 17;

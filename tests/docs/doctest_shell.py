@@ -39,6 +39,8 @@ Placeholders
   Output that varies from run to run is written in the docs as one of these
   placeholders, and nothing else is loose:
     <SECONDS>  a duration: digits, a point, digits (`in 15.5 s`)
+    <FIGURE>   a measured rate or lag: digits with thousands commas, a
+               point, digits (`1,285.6 msgs/s`)
     <TMP>      the directory the document runs in (actual output has it
                replaced by the placeholder before comparing)
 
@@ -65,6 +67,7 @@ README = ROOT / "README.md"
 
 PLACEHOLDERS = {
     "<SECONDS>": r"[0-9]+\.[0-9]+",
+    "<FIGURE>": r"[0-9][0-9,]*\.[0-9]+",
     "<TMP>": re.escape("<TMP>"),
 }
 

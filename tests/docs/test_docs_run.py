@@ -66,6 +66,8 @@ def test_every_example_is_found() -> None:
 def test_placeholders() -> None:
     assert ds.line_matches("in <SECONDS> s", "in 15.5 s")
     assert not ds.line_matches("in <SECONDS> s", "in soon s")
+    assert ds.line_matches("rate: <FIGURE> msgs/s", "rate: 1,285.6 msgs/s")
+    assert not ds.line_matches("rate: <FIGURE> msgs/s", "rate: many msgs/s")
     assert not ds.line_matches("a", "b")
     assert ds.roff_text(ds.roff_escape("a-b 'c' \\e \u2500 .x")) == "a-b 'c' \\e \u2500 .x"
     assert ds.roff_text(ds.roff_escape(".start")) == ".start"
