@@ -30,7 +30,9 @@ def source_summary(report: Report, src: SourceReport) -> str:
     head = f"{src.name}: {_plural(src.messages, 'message')}" + (f" ({types})" if types else "")
     head += f", {_plural(src.bytes, 'byte')}"
     if not errors and not warnings:
-        return head + ": OK"
+        # An input with no message is not OK for verify (it fails the run),
+        # unless --allow-empty said so, when it is not listed as empty.
+        return head + (": empty" if src.name in report.empty else ": OK")
     parts = [_plural(errors, "problem")] if errors else []
     if warnings:
         parts.append(_plural(warnings, "warning"))

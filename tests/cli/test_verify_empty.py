@@ -25,7 +25,10 @@ def test_empty_input_fails_with_one_line(tmp_path: Path) -> None:
     r = run_cli(["verify", str(empty)])
     assert r.code == 1
     assert r.stderr == f"ripple: {empty}: no message (--allow-empty accepts that)\n"
-    assert r.text.splitlines()[-1] == "verify: 1 stream, 0 messages, 0 problems, 1 input with no message"
+    assert r.text.splitlines() == [
+        f"{empty}: 0 messages, 0 bytes: empty",
+        "verify: 1 stream, 0 messages, 0 problems, 1 input with no message",
+    ]
 
 
 def test_allow_empty_accepts_it(tmp_path: Path) -> None:
