@@ -41,11 +41,11 @@ def time_of_day(ns: int) -> str:
 
 
 class TableRenderer(NoRuns):
-    """Two layouts, chosen at the first rows and kept (one header): the
-    envelope layout (seq, envelope time, schema, output, key) when the first
-    rows hold a message with an envelope seq (Ripple's) or only problems,
-    else the protocols' layout (capture time, protocol, a wide type), where
-    every message fits."""
+    """Two layouts, chosen at the first batch and kept (one header): the
+    envelope layout (seq, envelope time, schema, output, key) when its
+    messages all have an envelope seq (Ripple's), or it holds only
+    problems; else the protocols' layout (capture time, protocol, a wide
+    type), where every message fits and says its protocol."""
 
     def __init__(self, env: Environment, view: View | None = None) -> None:
         self.env = env
@@ -69,7 +69,8 @@ class TableRenderer(NoRuns):
                 offset,
                 time,
                 Column("protocol", priority=3, shrink=True, min_width=6, max_width=10),
-                Column("type", priority=5, shrink=True, min_width=8, max_width=16),
+                # max_width: Ripple's Schema_negotiation whole; longer Pravega command names are cut.
+                Column("type", priority=5, shrink=True, min_width=8, max_width=18),
                 summary,
             ]
         return [
@@ -165,7 +166,7 @@ class TableRenderer(NoRuns):
         first = self._items[:_BATCH]  # what the layout and widths are chosen on
         if self._protocols is None:
             messages = [m for _o, m in first if not isinstance(m, Problem)]
-            self._protocols = bool(messages) and not any(m.cells().seq is not None for m in messages)
+            self._protocols = any(m.cells().seq is None for m in messages)
         columns = self._columns()
         rows = [self._row(origin, item) for origin, item in self._items]
         self._items.clear()

@@ -278,3 +278,22 @@ def test_a_live_table_shows_rows_at_every_pause(tmp_path: Path) -> None:
         ["16:13:20.033093", "Negotiation"],
     ]
     assert _shown_before_the_end(path, live_input=False) == ""
+
+
+def test_a_capture_mixing_protocols_gets_the_protocols_layout(tmp_path: Path) -> None:
+    """Ripple first, Lumberjack after: every row says its protocol, the
+    Ripple ones their seq in the summary."""
+    path = tmp_path / "mixed.pcap"
+    conns = [
+        Connection(DEMO.read_bytes()[:764], client_port=40001, server_port=9000),
+        Connection((EXAMPLES / "v1.lj").read_bytes(), client_port=40002, server_port=5044),
+    ]
+    path.write_bytes(build_pcap(conns))
+    r = run_cli(["decode", str(path)], tty=True, width=120)
+    assert r.code == 0, r.stderr
+    lines = r.text.splitlines()
+    assert lines[0].split()[:5] == ["offset", "time", "(UTC)", "protocol", "type"]
+    protocols = [line.split()[2] for line in lines[2:]]
+    assert protocols[:2] == ["ripple", "ripple"] and set(protocols[2:]) == {"lumberjack"}, r.text
+    assert lines[2].split()[3:6] == ["Handshake", "#1", "worker"], r.text
+    assert lines[3].split()[3:6] == ["Schema_negotiation", "#2", "ok"], r.text

@@ -13,7 +13,6 @@ import socket
 import struct
 import subprocess
 import threading
-import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -148,22 +147,18 @@ def test_plain_sexp_is_decode_s_lines_each_direction_in_turn(tmp_path: Path) -> 
     )
 
 
-def test_blocked_printer_never_slows_or_alters_traffic(tmp_path: Path) -> None:
+def test_blocked_printer_never_stops_or_alters_traffic(tmp_path: Path) -> None:
     """stdout is a pipe nobody reads: the printer blocks at once, messages
-    are dropped and counted, and the traffic goes on at full speed."""
+    are dropped and counted, and the traffic goes on (the relay's speed
+    beside socat's is measured by `make bench`, not here)."""
     up = EchoServer(seed=4)
     many = DEMO * 40  # 12,000 small messages each way: more than the print queue holds
     bulk = random.Random(5).randbytes(48 << 20)
-    direct = time.monotonic()
-    exchange(up.port, bulk, random.Random(6), max_write=1 << 20)
-    direct = time.monotonic() - direct
     # --show-connection: a line per message (plain sexp would get the fast
     # lane's blocks of lines, which the queue's item bound does not reach).
     with run_tap(_proxy_args(up.port, "--show-connection"), tmp_path, stdout=subprocess.PIPE) as tap:
         assert exchange(tap.port, many, random.Random(7))[1:] == (sha(many), len(many))
-        start = time.monotonic()
         assert exchange(tap.port, bulk, random.Random(8), max_write=1 << 20)[1:] == (sha(bulk), len(bulk))
-        through_tap = time.monotonic() - start
         # Everything received is decoded, and either waits for the blocked
         # printer or was dropped.  Only now is stdout read.
         wait_idle(tap.proc.pid)
@@ -171,8 +166,9 @@ def test_blocked_printer_never_slows_or_alters_traffic(tmp_path: Path) -> None:
         assert tap.proc.stdout is not None
         shown = tap.proc.stdout.read().count(b"\n")
         assert tap.proc.wait(30) == 130
-    # Generous for a loaded 2-core machine; a relay that waited on the printer would never finish.
-    assert through_tap < max(15 * direct, 5.0), (through_tap, direct)
+    # No bound on the time it took: speed is the benchmark's business (make
+    # bench), and a busy machine stretches any.  A relay that waited on the
+    # blocked printer would never have finished the exchange above.
     summary = tap.final_stderr().splitlines()[-1]
     m = re.search(r"(\d+) messages not shown", summary)
     assert m is not None and int(m.group(1)) > 0, summary

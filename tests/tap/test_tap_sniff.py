@@ -68,8 +68,13 @@ def test_sniffing_lo_decodes_like_decode_and_records_the_packets(tmp_path: Path)
 def test_sniffing_without_port_finds_ripple_by_content(tmp_path: Path) -> None:
     up = EchoServer(seed=9)
     with run_tap(["-i", "lo", "-f", f"port {up.port}", "--format", "jsonl"], tmp_path, ready="ripple: tap: ") as tap:
-        exchange(up.port, ripple_stream(seed=22, size=100_000), random.Random(3))
+        payload = ripple_stream(seed=22, size=100_000)
+        expected = 2 * len(decode_lines(payload, tmp_path))  # echoed: both directions
+        exchange(up.port, payload, random.Random(3))
         exchange(up.port, random.Random(4).randbytes(50_000), random.Random(4))  # not Ripple: left alone
+        # Ctrl-C once everything is shown: on a busy machine tcpdump may
+        # still hold packets when the traffic ends.
+        wait_for(lambda: tap.stdout().count(b"\n") >= expected, timeout=120, what="every message to be shown")
         assert tap.interrupt() == 130
     lines = tap.stdout().splitlines()
     assert lines and all(b'"connection":1' in ln for ln in lines)
