@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
+from ripple_cli.capture.community_id import community_id
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -54,6 +56,11 @@ class StreamId:
         """`3 10.0.0.1:50412 -> 10.0.0.2:9000`: what --show-connection prints."""
         src, dst = (self.client, self.server) if self.from_client else (self.server, self.client)
         return f"{self.connection} {src} -> {dst}"
+
+    def community_id(self, seed: int = 0) -> str:
+        """The connection's Community ID (capture/community_id.py): the
+        same for both directions."""
+        return community_id(self.client, self.server, seed)
 
     @property
     def key(self) -> str:
