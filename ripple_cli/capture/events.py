@@ -10,6 +10,7 @@ the same on all of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Union
 
 from ripple_cli.capture.community_id import community_id
@@ -60,7 +61,7 @@ class StreamId:
     def community_id(self, seed: int = 0) -> str:
         """The connection's Community ID (capture/community_id.py): the
         same for both directions."""
-        return community_id(self.client, self.server, seed)
+        return _community_id(self, seed)
 
     @property
     def key(self) -> str:
@@ -118,6 +119,13 @@ class CaptureNote:
     kind: str
     detail: str
     error: bool = False  # True: counts as a problem (exit 1); False: informational
+
+
+@lru_cache(maxsize=4096)
+def _community_id(stream: StreamId, seed: int) -> str:
+    # Keyed by the stream (its hash computed once): asked for every message
+    # a JSON output writes.
+    return community_id(stream.client, stream.server, seed)
 
 
 CaptureEvent = Union[StreamStart, StreamData, StreamGap, StreamEnd, CaptureNote]
