@@ -5,7 +5,7 @@ Spec: github.com/corelight/community-id-spec.  For a TCP connection it is
 `1:` + base64(SHA-1(seed (2 bytes, big-endian) + saddr + daddr + proto
 (1 byte) + 0 (1 byte) + sport (2 bytes) + dport (2 bytes))), the endpoints
 ordered (address, then port, smaller first) so that both directions of a
-connection give the same ID.  tests/capture/test_community_id.py checks it
+connection give the same ID.  tests/capture/test_community_id_baseline.py checks it
 against the spec's published baseline.
 
 Written here rather than taken from PyPI's `communityid` (Corelight's):

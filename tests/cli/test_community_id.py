@@ -18,7 +18,7 @@ from tests.capture.mutate import pcap_bytes
 from tests.conftest import EXAMPLES, run_cli
 
 DEMO = (EXAMPLES / "demo.ripple").read_bytes()
-# (client, client port, server, server port, seed 0, seed 1): tests/capture/test_community_id.py's vectors.
+# (client, client port, server, server port, seed 0, seed 1): tests/capture/test_community_id_baseline.py's vectors.
 FLOWS = [
     ("1.2.3.4", 1122, "5.6.7.8", 3344, "1:wCb3OG7yAFWelaUydu0D+125CLM=", "1:HhA1B+6CoLbiKPEs5nhNYN4XWfk="),
     (
