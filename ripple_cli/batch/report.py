@@ -52,6 +52,8 @@ def _column(i: int, h: str) -> Column:
         return Column(h, keep=True, shrink=True, min_width=10)
     if h in _TEXT:
         return Column(h, priority=9 - i, shrink=True, min_width=10)
+    if h == "community_id":  # the first to go on a narrow line
+        return Column(h, extra=True)
     if h == "severity":
         return Column(h, priority=3)
     return Column(h, keep=True, justify="right")
@@ -75,14 +77,16 @@ def print_report(env: Environment, console: Console, report: Record) -> None:
     )
     console.print(Trimmed(Text(overview)))
     console.print()
+    cid = report["by"] == "connection"  # with each stream's Community ID
     _table(
         env,
         console,
         f"by {report['by']}",
-        (report["by"], "messages", "bytes", "msgs/s", "first", "last"),
+        (report["by"], *(("community_id",) if cid else ()), "messages", "bytes", "msgs/s", "first", "last"),
         [
             (
                 str(g["name"]),
+                *((g["community_id"] or "",) if cid else ()),
                 _num(g["messages"]),
                 _num(g["bytes"]),
                 _num(g["rate"]),

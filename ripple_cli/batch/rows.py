@@ -41,6 +41,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("direction", "string"),  # c2s / s2c; null: raw stream
     ("src", "string"),  # sender endpoint, captures only
     ("dst", "string"),
+    ("community_id", "string"),  # the connection's Community ID (v1, --community-id-seed); null: raw stream
     ("offset", "int64"),  # byte offset in the stream (the direction's reassembled bytes for a capture)
     ("capture_time_ns", "int64"),  # capture time of the packet that completed the message
     ("seq", "int64"),  # envelope fields...
@@ -111,14 +112,15 @@ class Where:
 
     capture_file: str
     stream: StreamId | None = None
+    community_id: str | None = None  # the Origin's (the Demux's seed): None for a raw stream
 
     def columns(self) -> Row:
-        """capture_file, connection, direction, src, dst."""
+        """capture_file, connection, direction, src, dst, community_id."""
         st = self.stream
         if st is None:
-            return (self.capture_file, None, None, None, None)
+            return (self.capture_file, None, None, None, None, None)
         src, dst = (st.client, st.server) if st.from_client else (st.server, st.client)
-        return (self.capture_file, st.connection, st.direction, str(src), str(dst))
+        return (self.capture_file, st.connection, st.direction, str(src), str(dst), self.community_id)
 
 
 # The columns a message row leaves empty: problem, problem_detail, severity,

@@ -36,6 +36,7 @@ class BatchArgs:
     max_flows: int
     max_payload: int
     quiet: bool
+    community_id_seed: int = 0
 
 
 class BatchRun:
@@ -46,7 +47,12 @@ class BatchRun:
         self.args = args
         self.inputs: list[InputFile] = discover(args.inputs)
         self.file_schemas = [load_schema_file(p) for p in schema_paths(args.schemas)]
-        self.settings = Settings(max_payload=args.max_payload, ports=frozenset(args.ports), max_flows=args.max_flows)
+        self.settings = Settings(
+            max_payload=args.max_payload,
+            ports=frozenset(args.ports),
+            max_flows=args.max_flows,
+            community_id_seed=args.community_id_seed,
+        )
         self.started = time.monotonic()
 
     def note(self, text: str) -> None:

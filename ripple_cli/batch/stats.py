@@ -52,6 +52,7 @@ STATS_COLUMNS = (
     "capture_file",
     "connection",
     "direction",
+    "community_id",
     "offset",
     "capture_time_ns",
     "time_ns",
@@ -82,6 +83,8 @@ def _pcts(expr: str) -> str:
 def queries(opts: StatsOptions) -> dict[str, str]:
     """The queries that need nothing but the options."""
     label, where = _GROUP[opts.by]
+    # By connection, each stream direction's Community ID (null: a raw stream).
+    cid = ", max(community_id) AS community_id" if opts.by == "connection" else ""
     limit = f"LIMIT {opts.top}" if opts.by == "key" else ""
     seq = f"""
         WITH d AS (
@@ -123,7 +126,7 @@ def queries(opts: StatsOptions) -> dict[str, str]:
             SELECT coalesce(max(c), 0) AS peak FROM (
               SELECT count(*) AS c FROM rows WHERE {MSG} GROUP BY time_ns div {NS})""",
         "groups": f"""
-            SELECT {label} AS name, count(*) AS messages, sum(size) AS bytes,
+            SELECT {label} AS name{cid}, count(*) AS messages, sum(size) AS bytes,
                    min(time_ns) AS first_ns, max(time_ns) AS last_ns
             FROM rows WHERE {where} GROUP BY 1 ORDER BY messages DESC, name {limit}""",
         "problems": """

@@ -74,6 +74,7 @@ class Settings:
     max_payload: int = DEFAULT_MAX_PAYLOAD
     ports: frozenset[int] = frozenset()  # --port: Ripple connections by port; empty: by content
     max_flows: int = 10000
+    community_id_seed: int = 0  # --community-id-seed: the community_id column's
 
     def registry(self) -> SchemaRegistry:
         registry = SchemaRegistry()
@@ -152,7 +153,7 @@ def ripple_demux(
     reg = settings.registry() if registry is None else registry
     options = DissectOptions(max_payload=settings.max_payload, registry=reg, deltas=mode, lane=lane)
     choice = ProtocolChoice(protocol=RIPPLE, ports=settings.ports, options=options)
-    return Demux(source, choice, want=want)
+    return Demux(source, choice, want=want, seed=settings.community_id_seed)
 
 
 class RowSink(BaseSink):
@@ -174,9 +175,10 @@ class RowSink(BaseSink):
         stream = origin.stream
         b = self.builders.get(stream)
         if b is None:
-            b = self.builders[stream] = RowBuilder(Where(self.source, stream))
+            b = self.builders[stream] = RowBuilder(Where(self.source, stream, origin.community_id))
         if self.place is not None and stream is not None:
-            b.place(self.place(stream, origin.time_ns))
+            w = self.place(stream, origin.time_ns)
+            b.place(Where(w.capture_file, w.stream, origin.community_id))
         return b
 
     def message(self, origin: Origin, msg: Decoded) -> None:

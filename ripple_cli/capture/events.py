@@ -10,7 +10,10 @@ the same on all of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Union
+
+from ripple_cli.capture.community_id import community_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,11 @@ class StreamId:
         """`3 10.0.0.1:50412 -> 10.0.0.2:9000`: what --show-connection prints."""
         src, dst = (self.client, self.server) if self.from_client else (self.server, self.client)
         return f"{self.connection} {src} -> {dst}"
+
+    def community_id(self, seed: int = 0) -> str:
+        """The connection's Community ID (capture/community_id.py): the
+        same for both directions."""
+        return _community_id(self, seed)
 
     @property
     def key(self) -> str:
@@ -111,6 +119,13 @@ class CaptureNote:
     kind: str
     detail: str
     error: bool = False  # True: counts as a problem (exit 1); False: informational
+
+
+@lru_cache(maxsize=4096)
+def _community_id(stream: StreamId, seed: int) -> str:
+    # Keyed by the stream (its hash computed once): asked for every message
+    # a JSON output writes.
+    return community_id(stream.client, stream.server, seed)
 
 
 CaptureEvent = Union[StreamStart, StreamData, StreamGap, StreamEnd, CaptureNote]

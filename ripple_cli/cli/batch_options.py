@@ -9,6 +9,7 @@ import click
 
 from ripple_cli.cli.options import (
     ByteSize,
+    community_id_seed_option,
     group,
     max_flows_option,
     max_payload_option,
@@ -30,7 +31,18 @@ def _batch_args(**options: Any) -> BatchArgs:
     return BatchArgs(**options)
 
 
-_FIELDS = ("inputs", "schemas", "master", "conf", "split_size", "ports", "max_flows", "max_payload", "quiet")
+_FIELDS = (
+    "inputs",
+    "schemas",
+    "master",
+    "conf",
+    "split_size",
+    "ports",
+    "max_flows",
+    "max_payload",
+    "quiet",
+    "community_id_seed",
+)
 
 
 def batch_options(f: F) -> F:
@@ -66,6 +78,7 @@ def batch_options(f: F) -> F:
             ports_option("Capture connections on this TCP port carry Ripple (repeatable). Default: detect by content."),
             max_flows_option("Open connections kept at once per capture."),
             max_payload_option,
+            community_id_seed_option,
             click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr."),
         )
     ):

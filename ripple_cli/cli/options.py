@@ -172,6 +172,18 @@ def filter_option(f: F) -> F:
     )(f)
 
 
+def community_id_seed_option(f: F) -> F:
+    """--community-id-seed N: the seed of each connection's Community ID."""
+    return click.option(
+        "--community-id-seed",
+        type=click.IntRange(0, 65535),
+        metavar="N",
+        default=0,
+        show_default=True,
+        help="Seed of the connections' Community IDs (0..65535; Zeek's community_id_seed).",
+    )(f)
+
+
 def ports_option(help_text: str) -> Callable[[F], F]:
     """--port P (repeatable): which capture connections; the help says what
     the command does with them."""
@@ -306,6 +318,7 @@ def _inputs(
     decode_as: tuple[str, ...] = (),
     max_payload: int = DEFAULT_MAX_PAYLOAD,
     max_inflate: int = DEFAULT_MAX_INFLATE,
+    community_id_seed: int = 0,
 ) -> Inputs:
     from ripple_cli.flow.inputs import Inputs
 
@@ -320,6 +333,7 @@ def _inputs(
         dict(choice.decode_as),
         max_payload,
         max_inflate,
+        community_id_seed,
     )
 
 
@@ -334,6 +348,7 @@ inputs_group = group(
     "decode_as",
     "max_payload",
     "max_inflate",
+    "community_id_seed",
 )
 
 

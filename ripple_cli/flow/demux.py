@@ -59,8 +59,10 @@ class Demux:
         source: str,
         choice: ProtocolChoice | None = None,
         want: Callable[[StreamId | None], bool] | None = None,
+        seed: int = 0,
     ) -> None:
         self.source = source
+        self.seed = seed  # the Community ID's seed, on every origin
         self.want = want or (lambda _s: True)
         self.choice = choice or ProtocolChoice(protocol=RIPPLE)
         self.options = self.choice.options
@@ -103,9 +105,8 @@ class Demux:
             if event.stream is not None and not self.want(event.stream):
                 return []
             sev = Severity.ERROR if event.error else Severity.WARNING
-            return [
-                (Origin(self.source, event.stream, event.time_ns), Problem(-1, event.kind, event.detail, severity=sev))
-            ]
+            problem = Problem(-1, event.kind, event.detail, severity=sev)
+            return [(Origin(self.source, event.stream, event.time_ns, self.seed), problem)]
         stream = event.stream
         if not self.want(stream):
             return []
@@ -165,7 +166,7 @@ class Demux:
             side = p.extra.get("from_client")
             target = sides.get(side, st) if isinstance(side, bool) else st
             target.problems += 1
-            out.append((Origin(self.source, target.stream, time_ns), p))
+            out.append((Origin(self.source, target.stream, time_ns, self.seed), p))
         summary = analyzer.report()
         if summary is not None:
             where = sides.get(True, st).stream
@@ -175,7 +176,7 @@ class Demux:
     def _emit(self, st: StreamState, items: list[Item], time_ns: int | None) -> list[Output]:
         if not items:
             return []
-        origin = Origin(self.source, st.stream, time_ns)
+        origin = Origin(self.source, st.stream, time_ns, self.seed)
         if time_ns is not None:
             st.last_ns = time_ns
             if st.first_ns is None:

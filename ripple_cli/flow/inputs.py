@@ -1,6 +1,7 @@
 """The inputs of a command and how they are dissected, as one value: the
 options --schemas, --port, --stream, --max-flows, --protocol, --decode-as,
---max-inflate and --max-payload (cli/options.py builds it)."""
+--max-inflate, --max-payload and --community-id-seed (cli/options.py builds
+it)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class Inputs:
     decode_as: Mapping[int, str] = field(default_factory=dict)
     max_payload: int = DEFAULT_MAX_PAYLOAD
     max_inflate: int = DEFAULT_MAX_INFLATE
+    community_id_seed: int = 0  # the seed of each connection's Community ID (Origin.community_id)
 
     @cached_property
     def registry(self) -> SchemaRegistry:
@@ -48,7 +50,8 @@ class Inputs:
 
     def demux(self, name: str, choice: ProtocolChoice | None = None, **dissect: Any) -> Demux:
         """A Demux for the input shown as `name`, with the --schemas."""
-        return Demux(name, choice or self.choice(registry=self.registry, **dissect), want=self.want())
+        choice = choice or self.choice(registry=self.registry, **dissect)
+        return Demux(name, choice, want=self.want(), seed=self.community_id_seed)
 
     def events(self, path: str, env: Environment) -> Iterator[CaptureEvent]:
         from ripple_cli.sources.inputs import input_events

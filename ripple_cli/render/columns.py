@@ -12,7 +12,9 @@ may be cut and how far, whether it is a number that is never dropped) and
   what is still left goes to the `flex` column (a summary), for rows still
   to come.  A column that may be cut is never cut below `min_width` (at
   least two characters and the ellipsis), a number never below its
-  content: its header wraps at spaces instead.
+  content: its header wraps at spaces instead.  An `extra` column (a
+  Community ID) is shown only in room to spare: it goes before any other
+  column but the flex one would be cut.
 - in a pipe (or a file) there is no line to fit: every column is as wide as
   its content, nothing is cut, nothing dropped.
 
@@ -54,6 +56,7 @@ class Column:
     max_width: int | None = None  # on a terminal, room beyond this goes to others first
     flex: bool = False  # on a terminal, takes the room that is left
     at_least: int = 0  # on a terminal, the width its content may grow to in rows to come
+    extra: bool = False  # on a terminal, dropped rather than any other (but a flex one) cut
     justify: Justify = "left"
 
     def __post_init__(self) -> None:
@@ -107,6 +110,27 @@ def fit(
     """Each column's width (None: dropped), for cells as wide as `content`
     on a line of `width` columns (None: a pipe), `gap` columns between two;
     `more`: rows are still to come (room is kept for their at_least)."""
+    widths = _fit(columns, content, width, gap, more)
+    extras = {i for i, c in enumerate(columns) if c.extra and widths[i] is not None}
+
+    def cut(i: int) -> bool:
+        c, w = columns[i], widths[i]
+        whole = min(max(cell_len(c.name), content[i]), c.max_width or UNBOUNDED)
+        return w is None or (not c.flex and w < whole)
+
+    if not extras or not any(cut(i) for i in range(len(columns)) if i not in extras):
+        return widths
+    rest = [i for i in range(len(columns)) if i not in extras]
+    fitted = _fit([columns[i] for i in rest], [content[i] for i in rest], width, gap, more)
+    out: list[int | None] = [None] * len(columns)
+    for i, w in zip(rest, fitted, strict=True):
+        out[i] = w
+    return out
+
+
+def _fit(
+    columns: Sequence[Column], content: Sequence[int], width: int | None, gap: int = 2, more: bool = True
+) -> list[int | None]:
     natural = [max(cell_len(c.name), n) for c, n in zip(columns, content, strict=True)]
     if width is None:
         return list(natural)

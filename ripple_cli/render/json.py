@@ -24,7 +24,8 @@ def dumps(obj: Any) -> bytes:
 
 def origin_json(origin: Origin) -> dict[str, Any]:
     """Where a message came from: the input, and for a capture the
-    connection, direction, endpoints and capture time."""
+    connection, direction, endpoints, Community ID and capture time (a raw
+    stream has none of them)."""
     ctx: dict[str, Any] = {"source": origin.source}
     st = origin.stream
     if st is not None:
@@ -33,6 +34,7 @@ def origin_json(origin: Origin) -> dict[str, Any]:
         ctx["direction"] = st.direction
         ctx["src"] = str(src)
         ctx["dst"] = str(dst)
+        ctx["community_id"] = origin.community_id
     if origin.time_ns is not None:
         ctx["capture_time_ns"] = origin.time_ns
         ctx["capture_time"] = iso_time(origin.time_ns)

@@ -31,7 +31,7 @@ class SexpRenderer:
             # A trailing comment: the line still reads back with `ripple encode`.
             notes = []
             if self.show_connection and origin.stream is not None:
-                notes.append(origin.stream.label.encode())
+                notes.append(f"{origin.stream.label} {origin.community_id}".encode())
             if self.show_offsets:
                 notes.append(b"offset %d size %d" % (msg.offset, msg.size))
             text += b" ; " + b" ".join(notes)

@@ -43,13 +43,20 @@ def _time(ns: int | None) -> str | None:
     return None if ns is None else iso_time(ns)
 
 
-def stream_record(source: str, stream: StreamId | None, **counts: Any) -> dict[str, Any]:
+def stream_record(source: str, stream: StreamId | None, seed: int = 0, **counts: Any) -> dict[str, Any]:
+    """A stream's record; a raw stream's connection, endpoints and
+    Community ID are null."""
     rec: dict[str, Any] = {"source": source, "stream": None, "connection": None, "direction": None}
-    rec.update({"src": None, "dst": None})
+    rec.update({"src": None, "dst": None, "community_id": None})
     if stream is not None:
         src, dst = (stream.client, stream.server) if stream.from_client else (stream.server, stream.client)
         rec.update(
-            stream=stream.key, connection=stream.connection, direction=stream.direction, src=str(src), dst=str(dst)
+            stream=stream.key,
+            connection=stream.connection,
+            direction=stream.direction,
+            src=str(src),
+            dst=str(dst),
+            community_id=stream.community_id(seed),
         )
     rec.update(counts)
     return rec
@@ -95,7 +102,7 @@ def stream_records(demux: Demux) -> list[dict[str, Any]]:
         for s, why in demux.undecoded.items()
     ]
     found.sort(key=lambda r: (r[0].connection, r[0].direction) if r[0] is not None else (0, ""))
-    return [stream_record(demux.source, s, **counts) for s, counts in found]
+    return [stream_record(demux.source, s, demux.seed, **counts) for s, counts in found]
 
 
 def list_streams_json(env: Environment, paths: tuple[str, ...], inputs: Inputs, lines: bool) -> int:

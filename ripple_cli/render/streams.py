@@ -48,8 +48,9 @@ def list_streams(env: Environment, paths: tuple[str, ...], inputs: Inputs) -> in
 
 
 def stream_columns(several: bool) -> list[Column]:
-    """Below the width of all: the last and first times go, then the end,
-    the protocol, the endpoints; the stream and the counts stay."""
+    """Below the width of all: the Community ID goes, then the last and
+    first times, then the end, the protocol, the endpoints; the stream and
+    the counts stay."""
     source = [Column("source", priority=8, shrink=True, min_width=10, max_width=30)] if several else []
     return [
         *source,
@@ -57,6 +58,7 @@ def stream_columns(several: bool) -> list[Column]:
         Column("protocol", priority=5, shrink=True),
         Column("from", priority=7, shrink=True, min_width=10),
         Column("to", priority=6, shrink=True, min_width=10),
+        Column("community_id", extra=True),
         Column("msgs", keep=True, justify="right"),
         Column("bytes", keep=True, justify="right"),
         Column("problems", keep=True, justify="right"),
@@ -88,16 +90,17 @@ def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
         rows.sort(key=lambda r: (r[0].connection, r[0].direction) if r[0] is not None else (0, ""))
         for s, protocol, msgs, size, problems, first, last, end in rows:
             if s is None:
-                ident, src, dst = "-", "", ""
+                ident, src, dst, cid = "-", "", "", ""
             else:
                 a, b = (s.client, s.server) if s.from_client else (s.server, s.client)
-                ident, src, dst = s.key, str(a), str(b)
+                ident, src, dst, cid = s.key, str(a), str(b), s.community_id(demux.seed)
             cells = [demux.source] if several else []
             cells += [
                 ident,
                 protocol,
                 src,
                 dst,
+                cid,
                 msgs,
                 size,
                 problems,

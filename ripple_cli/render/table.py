@@ -59,7 +59,8 @@ class TableRenderer(NoRuns):
         self._widths: list[int | None] | None = None
 
     def _columns(self) -> list[Column]:
-        conn = [Column("conn", priority=7)] if self.show_connection else []
+        # The Community ID is the first to go on a narrow line.
+        conn = [Column("conn", priority=7), Column("community_id", extra=True)] if self.show_connection else []
         offset = Column("offset", keep=True, at_least=9, justify="right")
         time = Column("time (UTC)", priority=2)
         summary = Column("summary", priority=6, shrink=True, flex=True, min_width=18)
@@ -151,7 +152,9 @@ class TableRenderer(NoRuns):
         if not self.show_connection:
             return ()
         st = origin.stream
-        return (Text("" if st is None else f"{st.connection} {st.direction}"),)
+        if st is None:
+            return (Text(""), Text(""))
+        return (Text(f"{st.connection} {st.direction}"), Text(origin.community_id or ""))
 
     def flush(self) -> None:
         """An input pause: what waits is shown, except, from a file, a first

@@ -17,7 +17,7 @@ from tests.capture.livecap import capture_conversation, require_tcpdump
 from tests.conftest import run_cli
 
 # What a capture adds to a raw stream's row: where it was seen, and when.
-CAPTURE_COLUMNS = ("capture_file", "connection", "direction", "src", "dst", "capture_time_ns")
+CAPTURE_COLUMNS = ("capture_file", "connection", "direction", "src", "dst", "community_id", "capture_time_ns")
 
 
 def test_export_of_a_tcpdump_capture(spark: object, tmp_path: Path) -> None:
@@ -53,3 +53,6 @@ def test_export_of_a_tcpdump_capture(spark: object, tmp_path: Path) -> None:
         assert [(r["type"], r["offset"], r["size"], r["direction"]) for r in answered] == [
             ("Schema_negotiation", 0, len(NEGOTIATION), "s2c")
         ]
+        # One Community ID for the connection, both directions; another for the other one.
+        assert len({r["community_id"] for r in sent + answered}) == 1
+    assert len({r["community_id"] for r in rows}) == len(exchanges)

@@ -227,11 +227,13 @@ def test_rows_column_by_column(tmp_path: Path) -> None:
     }
     capture = list(local_rows(discover([str(inputs.pcap)]), Settings()))
     heartbeat = next(r for r in capture if r["type"] == "Heartbeat")
-    assert {c: heartbeat[c] for c in ("connection", "direction", "src", "dst", "capture_time_ns", "worker")} == {
+    columns = ("connection", "direction", "src", "dst", "community_id", "capture_time_ns", "worker")
+    assert {c: heartbeat[c] for c in columns} == {
         "connection": 1,
         "direction": "c2s",
         "src": "10.1.0.1:41001",
         "dst": "10.1.0.2:7400",
+        "community_id": "1:QnEWr3qfroI2soq1XiBDsN/9pUs=",
         "capture_time_ns": at("0.1") + MS,
         "worker": "w1",
     }
@@ -243,3 +245,11 @@ def test_rows_column_by_column(tmp_path: Path) -> None:
         None,
         '{"ok":true,"errors":[]}',
     )
+    assert answer["community_id"] == heartbeat["community_id"]  # one ID for both directions
+    # --community-id-seed: the column of every capture row; a raw stream's is null.
+    seeded = list(local_rows(discover([str(inputs.pcap), raw]), Settings(community_id_seed=1)))
+    assert {(r["connection"], r["community_id"]) for r in seeded} == {
+        (1, "1:cJXtTLqx3bqc44y5rToLhq4/zXM="),
+        (2, "1:8/ogIhnwsrypErhsxtYYNRPX2tk="),
+        (None, None),
+    }

@@ -197,9 +197,11 @@ def test_stats_by_connection_output_and_key(inputs: StatsInputs, by_type: tuple[
     pcap, raw = inputs.pcap, inputs.raw
     by_conn = stats_json(inputs, "--by", "connection")
     assert by_conn["by"] == "connection"
+    # Community IDs (seed 0) of 10.1.0.1:41001 and :41002 <-> 10.1.0.2:7400; a raw stream has none.
     assert by_conn["groups"] == [
         {
             "name": f"{pcap} 1:c2s",
+            "community_id": "1:QnEWr3qfroI2soq1XiBDsN/9pUs=",
             "messages": 19,
             "bytes": _bytes(inputs, stream=f"{pcap} 1:c2s"),
             "first_ns": T0,
@@ -208,6 +210,7 @@ def test_stats_by_connection_output_and_key(inputs: StatsInputs, by_type: tuple[
         },
         {
             "name": f"{pcap} 2:c2s",
+            "community_id": "1:HFeE3MB6vxxUGVkcu4mNLne++3c=",
             "messages": 8,
             "bytes": _bytes(inputs, stream=f"{pcap} 2:c2s"),
             "first_ns": at("3.0"),
@@ -216,6 +219,7 @@ def test_stats_by_connection_output_and_key(inputs: StatsInputs, by_type: tuple[
         },
         {
             "name": str(raw),
+            "community_id": None,
             "messages": 6,
             "bytes": _bytes(inputs, stream=str(raw)),
             "first_ns": at("20.0"),
@@ -224,6 +228,7 @@ def test_stats_by_connection_output_and_key(inputs: StatsInputs, by_type: tuple[
         },
         {
             "name": f"{pcap} 1:s2c",
+            "community_id": "1:QnEWr3qfroI2soq1XiBDsN/9pUs=",
             "messages": 1,
             "bytes": 65,
             "first_ns": at("0.05"),

@@ -66,7 +66,7 @@ REPORT = {
 }
 
 
-def render(width: int | None) -> str:
+def render(width: int | None, report: dict[str, object] = REPORT) -> str:
     out = io.BytesIO()
     env = Environment(
         stdin=io.BytesIO(),
@@ -78,7 +78,7 @@ def render(width: int | None) -> str:
         width=width or 60,
     )
     console, stream = make_console(env)
-    print_report(env, console, REPORT)
+    print_report(env, console, report)
     stream.flush()
     stream.detach()
     return out.getvalue().decode()
@@ -91,3 +91,44 @@ def test_stats_tables(width: int | None) -> None:
     # What each row is about, and every count, at every width.
     for row in ("md-worker-07", "123,456", "112,000", "crc_mismatch"):
         assert row in text
+
+
+BY_CONNECTION = {
+    **REPORT,
+    "by": "connection",
+    "groups": [
+        {
+            "name": "captures/workers-2024-06-20.pcap 1:c2s",
+            "community_id": "1:QnEWr3qfroI2soq1XiBDsN/9pUs=",
+            "messages": 900,
+            "bytes": 112000,
+            "rate": 180.0,
+            "first_ns": T,
+            "last_ns": T + 5 * NS,
+        },
+        {
+            "name": "demo.ripple",
+            "community_id": None,
+            "messages": 300,
+            "bytes": 37488,
+            "rate": 60.0,
+            "first_ns": T,
+            "last_ns": T + 4 * NS,
+        },
+    ],
+}
+
+
+def test_stats_by_connection_shows_community_ids_in_room_to_spare() -> None:
+    """--by connection: each stream's Community ID (none for a raw stream),
+    in a pipe and on a wide line; on a narrow one it goes first."""
+    for width in (None, 200):
+        lines = render(width, BY_CONNECTION).splitlines()
+        header = next(x for x in lines if x.split()[:2] == ["connection", "community_id"])
+        assert header
+        row = next(x for x in lines if x.startswith("captures/workers"))
+        assert row.split()[2:4] == ["1:QnEWr3qfroI2soq1XiBDsN/9pUs=", "900"]
+        assert next(x for x in lines if x.startswith("demo.ripple")).split()[1] == "300"
+    narrow = render(80, BY_CONNECTION)
+    assert "community_id" not in narrow and "1:QnEW" not in narrow
+    assert "captures/workers" in narrow and "demo.ripple" in narrow

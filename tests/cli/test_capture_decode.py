@@ -4,6 +4,7 @@ output for a capture equals the output for the raw bytes of each connection."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ DEMO = (EXAMPLES / "demo.ripple").read_bytes()
 DEMO_SEXP = (EXAMPLES / "demo.sexp").read_bytes()
 ANSWER_LINE = b"((seq 1)(time_ns 1718900000010000000)(schema ripple.schema_negotiation/v1)(msg(Schema_negotiation((ok true)(errors())))))\n"  # noqa: E501
 HTTP = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 50
+COMMUNITY_ID = re.compile(r"1:[A-Za-z0-9+/]{27}=")
 
 
 def answer_bytes(tmp: Path) -> bytes:
@@ -45,10 +47,10 @@ def mixed_capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
 
 
 def connections(path: Path) -> dict[str, str]:
-    """`--list-streams` as {stream key: end column}."""
+    """`--list-streams` as {stream key: end column} (the Community IDs left out)."""
     r = run_cli(["decode", "--list-streams", str(path)], width=200)
     assert r.code == 0, r.stderr
-    rows = [line.split() for line in r.text.splitlines()[1:]]
+    rows = [[x for x in line.split() if not COMMUNITY_ID.fullmatch(x)] for line in r.text.splitlines()[1:]]
     return {row[0]: " ".join(row[8:]) if row[4] != "0" else " ".join(row[4:]) for row in rows}
 
 
@@ -76,8 +78,9 @@ def test_list_streams_marks_the_other_traffic(mixed_capture: tuple[Path, dict[in
     path, _sent = mixed_capture
     r = run_cli(["decode", "--list-streams", str(path)], width=200)
     text = r.text
-    assert text.splitlines()[0].split()[:5] == ["stream", "protocol", "from", "to", "msgs"]
+    assert text.splitlines()[0].split()[:6] == ["stream", "protocol", "from", "to", "community_id", "msgs"]
     assert text.count(" 300 ") == 2
+    assert len(set(COMMUNITY_ID.findall(text))) == 3  # one per connection, both directions alike
     assert text.count("no protocol recognised") == 2  # both directions of the HTTP connection
     assert text.count(" ripple ") == 4  # both directions of the two Ripple connections
 
@@ -102,6 +105,10 @@ def test_jsonl_carries_connection_direction_and_capture_time(mixed_capture: tupl
         assert d["direction"] in ("c2s", "s2c")
         assert d["capture_time"].endswith("Z")
     assert sorted(d["direction"] for d in docs) == ["c2s", "c2s", "s2c", "s2c"]
+    # The Community ID, beside src and dst: one per connection, the same both ways.
+    ids = {(d["connection"], d["community_id"]) for d in docs}
+    assert len(ids) == 2 and len({cid for _c, cid in ids}) == 2
+    assert all(COMMUNITY_ID.fullmatch(cid) for _c, cid in ids)
 
 
 def test_show_connection_and_filter_on_it(mixed_capture: tuple[Path, dict[int, bytes]]) -> None:

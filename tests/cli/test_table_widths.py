@@ -297,3 +297,20 @@ def test_a_capture_mixing_protocols_gets_the_protocols_layout(tmp_path: Path) ->
     assert protocols[:2] == ["ripple", "ripple"] and set(protocols[2:]) == {"lumberjack"}, r.text
     assert lines[2].split()[3:6] == ["Handshake", "#1", "worker"], r.text
     assert lines[3].split()[3:6] == ["Schema_negotiation", "#2", "ok"], r.text
+
+
+def test_an_extra_column_goes_before_any_other_is_cut() -> None:
+    """An `extra` column (a Community ID) is shown only in room to spare:
+    dropped before a text column is cut, whatever its priority; a flex
+    column's cut does not count; in a pipe it is whole like the rest."""
+    columns = [
+        Column("name", priority=5, shrink=True, min_width=4),
+        Column("cid", extra=True),
+        Column("n", keep=True, justify="right"),
+        Column("summary", priority=6, shrink=True, flex=True, min_width=8),
+    ]
+    content = [10, 30, 3, 40]
+    assert fit(columns, content, None) == [10, 30, 3, 40]
+    assert fit(columns, content, 10 + 30 + 3 + 8 + 6) == [10, 30, 3, 8]  # summary cut: the extra stays
+    assert fit(columns, content, 10 + 30 + 3 + 8 + 5) == [10, None, 3, 39]  # name would be cut: the extra goes
+    assert fit(columns, content, 20) == [5, None, 3, 8]

@@ -81,6 +81,7 @@ def test_capture_connections_get_their_own_protocols(mixed: Path) -> None:
         "direction": "c2s",
         "src": "10.0.0.1:40002",
         "dst": "10.0.0.2:6000",
+        "community_id": "1:fD7Zr3tEJmQCjac6oMBDoja8HrE=",
         "capture_time_ns": rows[0]["capture_time_ns"],
         "capture_time": rows[0]["capture_time"],
         "protocol": "lines",

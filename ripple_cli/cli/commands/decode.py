@@ -9,6 +9,7 @@ import click
 from ripple_cli.analysis.report import Report
 from ripple_cli.cli.options import (
     capture_options,
+    community_id_seed_option,
     filter_option,
     format_option,
     inputs_group,
@@ -43,7 +44,12 @@ from ripple_cli.terminal.environment import Environment
 @protocol_options
 @click.option("--list-protocols", is_flag=True, help="List the protocols ripple knows, with their ports, and exit.")
 @click.option("--show-offsets", is_flag=True, help="Show each message's byte offset and size.")
-@click.option("--show-connection", is_flag=True, help="Show each message's connection and direction (captures).")
+@click.option(
+    "--show-connection",
+    is_flag=True,
+    help="Show each message's connection, direction and Community ID (captures).",
+)
+@community_id_seed_option
 @click.option(
     "--list-streams",
     is_flag=True,
