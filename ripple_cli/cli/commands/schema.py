@@ -17,6 +17,7 @@ from ripple_cli.errors import EXIT_PROBLEMS, InputUnreadable, UsageProblem
 from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.render.json import dumps
+from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.write import to_string, to_string_hum
 from ripple_cli.sources.files import display_name, open_error, read_all, read_chunks
 from ripple_cli.sources.schema_files import MAX_SCHEMA_FILE, load_schema_file, parse_schema_text
@@ -154,16 +155,15 @@ def check(env: Environment, reader_path: str, writer_path: str) -> int:
     reader = load_schema_file(reader_path)
     writer = load_schema_file(writer_path)
     errors = check_backward(reader, writer)
+    # Names are bytes: one that is not UTF-8 or holds a control byte is
+    # escaped as the sexp form does.
+    rfp, wfp = escape_text(text(reader.fingerprint)), escape_text(text(writer.fingerprint))
     if not errors:
-        env.stdout.write(
-            f"compatible: reader {text(reader.fingerprint)} can read writer {text(writer.fingerprint)}\n".encode()
-        )
+        env.stdout.write(f"compatible: reader {rfp} can read writer {wfp}\n".encode())
         return 0
-    env.stdout.write(
-        f"incompatible: reader {text(reader.fingerprint)} cannot read writer {text(writer.fingerprint)}\n".encode()
-    )
+    env.stdout.write(f"incompatible: reader {rfp} cannot read writer {wfp}\n".encode())
     for e in errors:
-        env.stdout.write(f"  {e}\n".encode())
+        env.stdout.write(f"  {escape_text(e)}\n".encode())
     return EXIT_PROBLEMS
 
 
@@ -223,5 +223,5 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
                 f.write(to_string_hum(sexp_of_schema(s)) + b"\n")
         except OSError as e:
             raise InputUnreadable(f"{os.path.join(out_dir, name)}: cannot write: {e.strerror or e}") from None
-        env.stdout.write(f"{os.path.join(out_dir, name)}  {text(s.fingerprint)}\n".encode())
+        env.stdout.write(f"{escape_text(os.path.join(out_dir, name))}  {escape_text(text(s.fingerprint))}\n".encode())
     return 0

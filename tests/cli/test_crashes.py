@@ -1,0 +1,115 @@
+"""Bad input never crashes (exit 70): names from the wire that are not
+UTF-8 or hold control bytes, control bytes in table cells, deep nesting,
+odd option values, hostile schema names.  Each gives one clear line and a
+documented exit code, and what is printed stays one line, valid JSON, valid
+XML."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, run_cli
+
+DEMO_TEXT = (EXAMPLES / "demo.sexp").read_bytes().splitlines()
+WORKER = b'"w\\255\\001"'  # a worker id that is not UTF-8, with a control byte
+# A stream whose names are not UTF-8: the worker, the vwap schema's name
+# (so its fingerprint) and an output that holds ESC[2J.
+HOSTILE_NAMES = b"\n".join(
+    [
+        DEMO_TEXT[0].replace(b"md-worker-07", WORKER).replace(b"(name vwap)", b'(name "vw\\254ap")'),
+        DEMO_TEXT[1],
+        DEMO_TEXT[2],
+        DEMO_TEXT[2].replace(b"(seq 3)", b"(seq 80)").replace(b"(sequence_no 1)", b"(sequence_no 5)"),
+        b'((seq 82)(time_ns 1718900000260095115)(schema "vw\\254ap/v2")(msg(Delta((source_output "v\\255\\027[2J")'
+        b'(key "\\027]0;x\\007k")(delta(Patch((Price 355.62))))(sequence_no 3)(watermark_ns(1718900000255095115))))))',
+    ]
+)
+PROBLEMS = [
+    "  error: offset 924 (seq 80): delta_gap: (w\\255\\001, trades) sequence_no jumped from 1 to 5 (3 missing: 2..4)",
+    "  error: offset 1091 (seq 82): delta_gap: (w\\255\\001, v\\255\\027[2J) first sequence_no is 3, expected 1 "
+    "(2 missing)",
+]
+
+
+def _stream(tmp_path: Path) -> Path:
+    path = tmp_path / "names.ripple"
+    r = run_cli(["encode", "-o", str(path)], stdin=HOSTILE_NAMES)
+    assert (r.code, r.stderr) == (0, "")
+    return path
+
+
+def _no_surrogate(value: object) -> None:
+    if isinstance(value, str):
+        assert not any(0xD800 <= ord(c) <= 0xDFFF for c in value), value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _no_surrogate(k)
+            _no_surrogate(v)
+    elif isinstance(value, list):
+        for v in value:
+            _no_surrogate(v)
+
+
+def test_verify_text_escapes_names_from_the_wire(tmp_path: Path) -> None:
+    path = _stream(tmp_path)
+    r = run_cli(["verify", str(path)])
+    assert (r.code, r.stderr) == (1, "")
+    assert r.text.splitlines() == [
+        f"{path}: 5 messages (3 Delta, 1 Handshake, 1 Schema_negotiation), 1193 bytes: 2 problems",
+        *PROBLEMS,
+        "verify: 1 stream, 5 messages, 2 problems",
+    ]
+
+
+def test_verify_junit_is_valid_xml(tmp_path: Path) -> None:
+    path = _stream(tmp_path)
+    junit = tmp_path / "report.xml"
+    r = run_cli(["verify", "--junit", str(junit), str(path)])
+    assert (r.code, r.stderr) == (1, "")
+    failure = ET.fromstring(junit.read_bytes()).find("testsuite/testcase/failure")
+    assert failure is not None and failure.text == "\n".join(p.strip() for p in PROBLEMS)
+    assert not any(b < 0x20 and b not in b"\n" for b in junit.read_bytes())
+
+
+def test_json_holds_no_lone_surrogate(tmp_path: Path) -> None:
+    path = _stream(tmp_path)
+    r = run_cli(["verify", "-F", "json", str(path)])
+    assert (r.code, r.stderr) == (1, "")
+    doc = json.loads(r.stdout.decode("utf-8"))
+    _no_surrogate(doc)
+    first, _ = doc["streams"][0]["problems"]
+    assert first["detail"] == PROBLEMS[0].split("delta_gap: ")[1]
+    assert first["extra"]["worker"] == {"base64": "d/8B"}  # the bytes, as the JSON form's byte strings
+    r = run_cli(["decode", "-F", "jsonl", str(path)])
+    assert r.code == 0
+    last = json.loads(r.stdout.splitlines()[-1].decode("utf-8"))
+    _no_surrogate(last)
+    assert last["schema"] == {"base64": "dnf+YXAvdjI="}  # vw\254ap/v2
+    r = run_cli(["schema", "show", "-F", "json", str(path)])
+    assert r.code == 0
+    assert json.loads(r.stdout.decode("utf-8"))[0]["name"] == {"base64": "dnf+YXA="}
+
+
+def test_schema_extract_and_check_escape_names(tmp_path: Path) -> None:
+    path = _stream(tmp_path)
+    out = tmp_path / "out"
+    r = run_cli(["schema", "extract", "-o", str(out), str(path)])
+    assert (r.code, r.stderr) == (0, "")
+    assert r.text.splitlines()[0] == f"{out}/vw_ap_v2.sexp  vw\\254ap/v2"
+    assert len(r.text.splitlines()) == 4
+    vwap = str(EXAMPLES / "schemas" / "vwap_v2.sexp")
+    r = run_cli(["schema", "check", "--reader", str(out / "vw_ap_v2.sexp"), "--writer", vwap])
+    assert (r.code, r.stderr) == (0, "")
+    assert r.text == "compatible: reader vw\\254ap/v2 can read writer vwap/v2\n"
+
+
+def test_an_error_line_quoting_a_name_is_escaped() -> None:
+    text = DEMO_TEXT[2].replace(b"(schema trades/v1)", b'(schema "x\\255\\027[2J/v1")')
+    r = run_cli(["encode", "-o", "/dev/null"], stdin=text)
+    assert r.code == 1
+    assert r.stderr == (
+        "ripple: <stdin>: line 1: msg.Delta: no schema known for x\\255\\027[2J/v1: "
+        "give --schemas, or a Handshake line before this one\n"
+    )
