@@ -113,3 +113,47 @@ def test_an_error_line_quoting_a_name_is_escaped() -> None:
         "ripple: <stdin>: line 1: msg.Delta: no schema known for x\\255\\027[2J/v1: "
         "give --schemas, or a Handshake line before this one\n"
     )
+
+
+# A worker id, a key and a string field that would clear the screen and
+# set the terminal's title, were they printed raw.
+CONTROLS = b"\n".join(
+    [
+        DEMO_TEXT[0].replace(b"md-worker-07", b'"\\027[2J"'),
+        DEMO_TEXT[2].replace(b"(key 7075368050)", b"(key 1)").replace(b"(symbol V)", b'(symbol "\\027]0;x\\007")'),
+        DEMO_TEXT[3]
+        .replace(b"(key BRK.B)", b'(key "\\027[2J\\027]0;x\\007")')
+        .replace(b"(source_output vwap)", b'(source_output "\\027]0;x\\007")'),
+        DEMO_TEXT[72].replace(b"md-worker-07", b'"\\027[2J"'),
+    ]
+)
+
+
+def test_table_cells_escape_control_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "controls.ripple"
+    assert run_cli(["encode", "-o", str(path)], stdin=CONTROLS).code == 0
+    r = run_cli(["decode", "-F", "table", str(path)])
+    assert (r.code, r.stderr) == (0, "")
+    assert b"\x1b" not in r.stdout and b"\x07" not in r.stdout
+    lines = r.text.splitlines()
+    assert "worker \\027[2J v1: " in lines[2]
+    assert '#1 Set symbol="\\027]0;x\\007" ' in lines[3]
+    assert '\\027]0;x\\007  "\\027[2J\\027]0;x\\007"  #1 Patch price=355.62' in lines[4]
+    assert lines[5].endswith("worker \\027[2J load 0.81")
+    # On a terminal the control bytes are the table's own only (no colour
+    # asked: none at all), and the cells are the same.
+    r = run_cli(["decode", "-F", "table", str(path)], tty=True, width=200)
+    assert b"\x1b[2J" not in r.stdout and b"\x1b]" not in r.stdout and b"\x07" not in r.stdout
+    assert "worker \\027[2J v1: " in r.text
+
+
+def test_tap_live_view_escapes_control_bytes(tmp_path: Path) -> None:
+    from tests.cli.test_table_widths import _live_view
+
+    path = tmp_path / "controls.ripple"
+    assert run_cli(["encode", "-o", str(path)], stdin=CONTROLS).code == 0
+    view, out = _live_view(path, None)
+    view.console.print(view.render(max_rows=10))
+    view.close()
+    assert b"\x1b" not in out.getvalue() and b"\x07" not in out.getvalue()
+    assert "worker \\027[2J load 0.81" in out.getvalue().decode()
