@@ -157,3 +157,39 @@ def test_tap_live_view_escapes_control_bytes(tmp_path: Path) -> None:
     view.close()
     assert b"\x1b" not in out.getvalue() and b"\x07" not in out.getvalue()
     assert "worker \\027[2J load 0.81" in out.getvalue().decode()
+
+
+def test_encode_refuses_text_nested_too_deep() -> None:
+    r = run_cli(["encode", "-o", "/dev/null"], stdin=b"(" * 500 + b")" * 500 + b"\n")
+    assert (r.code, r.stderr) == (1, "ripple: <stdin>: line 1, column 257: lists nested more than 256 deep\n")
+
+
+def test_a_schema_file_nested_too_deep_is_not_a_schema(tmp_path: Path) -> None:
+    parens = tmp_path / "parens.sexp"
+    parens.write_bytes(b"(" * 600 + b")" * 600)
+    r = run_cli(["schema", "show", str(parens)])
+    assert (r.code, r.stderr) == (
+        3,
+        f"ripple: {parens}: not a schema: line 1, column 257: lists nested more than 256 deep\n",
+    )
+    typ = "String"
+    for _ in range(600):
+        typ = f"(Option {typ})"
+    options = tmp_path / "options.sexp"
+    options.write_text(f"((name x)(version 1)(key {typ})(fields()))")
+    r = run_cli(["decode", "--schemas", str(options), str(EXAMPLES / "demo.ripple")])
+    assert r.code == 3
+    assert r.stderr == f"ripple: {options}: not a schema: line 1, column 2058: lists nested more than 256 deep\n"
+
+
+def test_a_filter_nested_too_deep_is_a_usage_error() -> None:
+    demo = str(EXAMPLES / "demo.ripple")
+    r = run_cli(["decode", "-Y", "(" * 600 + "seq == 1" + ")" * 600, demo])
+    assert (r.code, r.stderr) == (2, "ripple: -Y: column 65: parentheses nested more than 64 deep\n")
+    # Any number of `not`s: a loop, not a recursion.
+    r = run_cli(["decode", "-Y", "not " * 2000 + "seq == 1", demo])
+    assert (r.code, r.stderr) == (0, "")
+    assert r.text.startswith("((seq 1)")
+    r = run_cli(["decode", "-Y", "not " * 2001 + "seq == 1", demo])
+    assert (r.code, r.stderr) == (0, "")
+    assert r.text.startswith("((seq 2)")
