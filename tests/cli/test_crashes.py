@@ -193,3 +193,59 @@ def test_a_filter_nested_too_deep_is_a_usage_error() -> None:
     r = run_cli(["decode", "-Y", "not " * 2001 + "seq == 1", demo])
     assert (r.code, r.stderr) == (0, "")
     assert r.text.startswith("((seq 2)")
+
+
+def _usage_error(args: list[str], message: str) -> None:
+    r = run_cli(args)
+    assert r.code == 2, r.stderr
+    assert r.stderr.splitlines()[-1] == f"Error: {message}", r.stderr
+    assert "Traceback" not in r.stderr and "listening" not in r.stderr
+
+
+def test_option_values_are_bounded_where_they_are_parsed() -> None:
+    demo = str(EXAMPLES / "demo.ripple")
+    big = "99999999999999999999"
+    above = "is above the largest size accepted"
+    _usage_error(
+        ["decode", "--max-payload", big + "G", demo], f"Invalid value for '--max-payload': '{big}G' {above}, 4G"
+    )
+    _usage_error(
+        ["verify", "--max-payload", "9223372036854775808", demo],
+        f"Invalid value for '--max-payload': '9223372036854775808' {above}, 4G",
+    )
+    _usage_error(["decode", "--max-inflate", "5G", demo], f"Invalid value for '--max-inflate': '5G' {above}, 4G")
+    replay = ["replay", "--to", "127.0.0.1:1", demo]
+    _usage_error(
+        [*replay, "--handshake-timeout", "1e300"],
+        "Invalid value for '--handshake-timeout': 1e+300 is not in the range 0<x<=86400.0.",
+    )
+    _usage_error(
+        [*replay, "--handshake-timeout", "nan"], "Invalid value for '--handshake-timeout': 'nan' is not a finite number"
+    )
+    _usage_error([*replay, "--pps", "inf"], "Invalid value for '--pps': 'inf' is not a finite number")
+    _usage_error(
+        ["encode", "-o", "", str(EXAMPLES / "demo.sexp")],
+        "Invalid value for '--output' / '-o': an empty name is no file",
+    )
+    _usage_error(["verify", "--junit", "", demo], "Invalid value for '--junit': an empty name is no file")
+    tap = ["tap", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "-F", "sexp"]
+    _usage_error([*tap, "--buffer", big + "G"], f"Invalid value for '--buffer': '{big}G' {above}, 1024G")
+    _usage_error(
+        [*tap, "--max-connections", big],
+        f"Invalid value for '--max-connections': {big} is not in the range 1<=x<=1048576.",
+    )
+    _usage_error([*tap, "-w", ""], "Invalid value for '-w' / '--write': an empty name is no file")
+
+
+def test_rotate_values_are_bounded(tmp_path: Path) -> None:
+    tap = ["tap", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "-F", "sexp"]
+    tap += ["-w", str(tmp_path / "t.pcapng")]
+    for spec, why in (
+        ("size:1e999", "'1e999' is above the largest accepted, 1,000,000,000"),
+        ("time:nan", "'nan' is not a positive number"),
+        ("time:-inf", "'-inf' is not a positive number"),
+        ("files:99999999999", "'99999999999' is above the largest accepted, 1,000,000,000"),
+    ):
+        r = run_cli([*tap, "--rotate", spec, "--rotate", "size:1"])
+        assert (r.code, r.stderr) == (2, f"ripple: --rotate: '{spec}': {why}\n")
+    assert not (tmp_path / "t.pcapng").exists()

@@ -7,7 +7,7 @@ import re
 
 import click
 
-from ripple_cli.cli.options import max_payload_option
+from ripple_cli.cli.options import OutputPath, max_payload_option
 from ripple_cli.codec.compat import check_backward
 from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.codec.jsonview import schema_to_json, type_text
@@ -186,7 +186,7 @@ def schema_file_name(s: Schema) -> str:
     "-o",
     "out_dir",
     required=True,
-    type=click.Path(file_okay=False),
+    type=OutputPath(file_okay=False),
     help="Directory to write the schema files into (created if missing).",
 )
 @max_payload_option
