@@ -53,6 +53,12 @@ def atom_text(atom: bytes) -> bytes:
     return quote(atom) if must_escape(atom) else atom
 
 
+def escape_lines(s: str) -> str:
+    """`escape_text` line by line: the newlines of a message that has
+    several lines stay, what does not print within a line is escaped."""
+    return s if s.isprintable() else "\n".join(escape_text(line) for line in s.split("\n"))
+
+
 def escape_text(s: str) -> str:
     """`s` safe to print on one line: what the sexp form escapes is escaped
     the same way.  A byte that was not UTF-8 (kept as a surrogate by
