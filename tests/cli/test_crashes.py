@@ -6,6 +6,7 @@ XML."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -249,3 +250,54 @@ def test_rotate_values_are_bounded(tmp_path: Path) -> None:
         r = run_cli([*tap, "--rotate", spec, "--rotate", "size:1"])
         assert (r.code, r.stderr) == (2, f"ripple: --rotate: '{spec}': {why}\n")
     assert not (tmp_path / "t.pcapng").exists()
+
+
+def _hostile_schemas(tmp_path: Path) -> Path:
+    """The demo's Handshake, its vwap schema named with 300 bytes, its
+    trades schema with a newline and ESC[2J in its name."""
+    handshake = (
+        DEMO_TEXT[0]
+        .replace(b"(name vwap)", b"(name " + b"v" * 300 + b")")
+        .replace(b"(name trades)", b'(name "tr\\nades\\027[2J")')
+    )
+    path = tmp_path / "hostile.ripple"
+    assert run_cli(["encode", "-o", str(path)], stdin=handshake).code == 0
+    return path
+
+
+def test_schema_extract_names_are_safe_and_bounded(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    r = run_cli(["schema", "extract", "-o", str(out), str(_hostile_schemas(tmp_path))])
+    assert (r.code, r.stderr) == (0, "")
+    long_name = "v" * 100 + "-" + hashlib.sha256(b"v" * 300).hexdigest()[:8] + "_v2.sexp"
+    assert r.text.splitlines() == [
+        f"{out}/{long_name}  {'v' * 300}/v2",
+        f"{out}/tr_ades__2J_v1.sexp  tr\\nades\\027[2J/v1",
+        f"{out}/book_v4.sexp  book/v4",
+        f"{out}/positions_by_account_and_desk_v1.sexp  positions_by_account_and_desk/v1",
+    ]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [long_name, "tr_ades__2J_v1.sexp", "book_v4.sexp", "positions_by_account_and_desk_v1.sexp"]
+    )
+
+
+def test_schema_extract_never_follows_a_symlink(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    (out / "book_v4.sexp").symlink_to(target)
+    (out / "trades_v1.sexp").mkdir()
+    r = run_cli(["schema", "extract", "-o", str(out), str(EXAMPLES / "demo.ripple")])
+    assert r.code == 3
+    assert r.stderr.splitlines() == [
+        f"ripple: {out}/trades_v1.sexp: exists and is not a regular file: not overwritten",
+        f"ripple: {out}/book_v4.sexp: is a symbolic link: not followed, not overwritten",
+    ]
+    assert target.read_text() == "keep me\n"
+    # The others are extracted all the same.
+    assert r.text.splitlines() == [
+        f"{out}/vwap_v2.sexp  vwap/v2",
+        f"{out}/positions_by_account_and_desk_v1.sexp  positions_by_account_and_desk/v1",
+    ]
+    assert (out / "vwap_v2.sexp").read_bytes() == (EXAMPLES / "schemas" / "vwap_v2.sexp").read_bytes()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import re
+import stat
 
 import click
 
@@ -13,7 +16,7 @@ from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.codec.jsonview import schema_to_json, type_text
 from ripple_cli.codec.messages import DeltaMode, Handshake
 from ripple_cli.codec.schema import Schema, sexp_of_schema, text
-from ripple_cli.errors import EXIT_PROBLEMS, InputUnreadable, UsageProblem
+from ripple_cli.errors import EXIT_PROBLEMS, EXIT_UNREADABLE, InputUnreadable
 from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.render.json import dumps
@@ -168,15 +171,49 @@ def check(env: Environment, reader_path: str, writer_path: str) -> int:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+MAX_NAME = 100  # characters of a schema's name kept in its file name
 
 
 def schema_file_name(s: Schema) -> str:
     """`NAME_vVERSION.sexp`, with anything but letters, digits, `.`, `_`, `-`
-    replaced, so a hostile name cannot leave the directory."""
+    replaced, so a hostile name cannot leave the directory; a name longer
+    than MAX_NAME is cut there and marked with 8 hex digits of its SHA-256,
+    so that the file name stays short and two long names stay apart."""
     name = _UNSAFE.sub("_", text(s.name)) or "_"
     if name.startswith("."):
         name = "_" + name[1:]
+    if len(name) > MAX_NAME:
+        name = name[:MAX_NAME] + "-" + hashlib.sha256(s.name).hexdigest()[:8]
     return f"{name}_v{s.version}.sexp"
+
+
+def _write_schema_file(path: str, data: bytes) -> str | None:
+    """Write a schema file, never through a symbolic link nor over what is
+    not a regular file: None when written, else why not."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        return f"cannot write: {e.strerror or e}"
+    else:
+        if stat.S_ISLNK(st.st_mode):
+            return "is a symbolic link: not followed, not overwritten"
+        if not stat.S_ISREG(st.st_mode):
+            return "exists and is not a regular file: not overwritten"
+    try:
+        # O_NOFOLLOW: a link made since lstat is not followed either.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "is a symbolic link: not followed, not overwritten"
+        return f"cannot write: {e.strerror or e}"
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        return f"cannot write: {e.strerror or e}"
+    return None
 
 
 @schema.command("extract")
@@ -206,22 +243,21 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
         raise InputUnreadable(f"{out_dir}: cannot create directory: {e.strerror or e}") from None
-    root = os.path.realpath(out_dir)
     used: set[str] = set()
+    failed = 0
     for _output, s in items:
         name = schema_file_name(s)
         base, n = name, 2
         while name in used:  # two fingerprints that sanitize alike
-            name = base.replace(".sexp", f"-{n}.sexp")
+            name = f"{base.removesuffix('.sexp')}-{n}.sexp"
             n += 1
         used.add(name)
-        path = os.path.realpath(os.path.join(root, name))
-        if os.path.dirname(path) != root:
-            raise UsageProblem(f"{name}: refusing to write outside {out_dir}")
-        try:
-            with open(path, "wb") as f:
-                f.write(to_string_hum(sexp_of_schema(s)) + b"\n")
-        except OSError as e:
-            raise InputUnreadable(f"{os.path.join(out_dir, name)}: cannot write: {e.strerror or e}") from None
-        env.stdout.write(f"{escape_text(os.path.join(out_dir, name))}  {escape_text(text(s.fingerprint))}\n".encode())
-    return 0
+        path = os.path.join(out_dir, name)  # a name holds no '/': it stays in DIR
+        why = _write_schema_file(path, to_string_hum(sexp_of_schema(s)) + b"\n")
+        if why is not None:
+            # One line, and the other schemas are still extracted.
+            env.problem_line(f"ripple: {path}: {why}")
+            failed += 1
+            continue
+        env.stdout.write(f"{escape_text(path)}  {escape_text(text(s.fingerprint))}\n".encode())
+    return EXIT_UNREADABLE if failed else 0
