@@ -100,16 +100,16 @@ def cell(text: str, style: str = "") -> Text:
     return Text(escape_text(text), style=style)
 
 
-def shown(cell: Cell) -> Cell:
-    """The cell as a table shows it: what does not print, escaped."""
+def shown(cell: Cell) -> Text:
+    """The cell as a table shows it: what does not print, escaped; a string
+    as plain text (rich would read `[/x]` in it as markup, and fail)."""
     if isinstance(cell, Text):
         return cell if cell.plain.isprintable() else Text(escape_text(cell.plain), style=cell.style)
-    return escape_text(cell)
+    return Text(escape_text(cell))
 
 
 def _plain(cell: Cell) -> str:
-    cell = shown(cell)
-    return cell.plain if isinstance(cell, Text) else cell
+    return shown(cell).plain
 
 
 def measure(columns: Sequence[Column], rows: Iterable[Sequence[Cell]]) -> list[int]:
@@ -207,9 +207,9 @@ def table(
         )
     t.show_header = header
     if title is not None:
-        t.title, t.title_justify = escape_text(title), "left"
+        t.title, t.title_justify = Text(escape_text(title)), "left"
     if caption is not None:
-        t.caption, t.caption_justify = escape_text(caption), "left"
+        t.caption, t.caption_justify = Text(escape_text(caption)), "left"
     for c, w in zip(columns, widths, strict=True):
         if w is None:
             continue
@@ -224,7 +224,7 @@ def table(
     return t
 
 
-def kept(row: Sequence[Cell], widths: Sequence[int | None]) -> list[Cell]:
+def kept(row: Sequence[Cell], widths: Sequence[int | None]) -> list[Text]:
     """The cells of a row whose columns `fit` kept, as shown."""
     return [shown(cell) for cell, w in zip(row, widths, strict=True) if w is not None]
 

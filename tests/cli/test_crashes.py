@@ -301,3 +301,17 @@ def test_schema_extract_never_follows_a_symlink(tmp_path: Path) -> None:
         f"{out}/positions_by_account_and_desk_v1.sexp  positions_by_account_and_desk/v1",
     ]
     assert (out / "vwap_v2.sexp").read_bytes() == (EXAMPLES / "schemas" / "vwap_v2.sexp").read_bytes()
+
+
+def test_table_cells_are_not_read_as_markup(tmp_path: Path) -> None:
+    schema = tmp_path / "markup.sexp"
+    schema.write_bytes((EXAMPLES / "schemas" / "vwap_v2.sexp").read_bytes().replace(b"(name price)", b'(name "[/x]")'))
+    r = run_cli(["schema", "show", "-F", "table", str(schema)])
+    assert (r.code, r.stderr) == (0, "")
+    assert r.text.splitlines()[3].split() == ["0", "│", "[/x]", "│", "Float", "│"]
+    stream = tmp_path / "markup.ripple"
+    text = b"\n".join([DEMO_TEXT[0].replace(b"md-worker-07", b'"[/w]"'), DEMO_TEXT[3].replace(b"BRK.B", b"[bold]")])
+    assert run_cli(["encode", "-o", str(stream)], stdin=text).code == 0
+    r = run_cli(["decode", "-F", "table", str(stream)])
+    assert (r.code, r.stderr) == (0, "")
+    assert "worker [/w] v1: " in r.text and " [bold] " in r.text
