@@ -315,3 +315,43 @@ def test_table_cells_are_not_read_as_markup(tmp_path: Path) -> None:
     r = run_cli(["decode", "-F", "table", str(stream)])
     assert (r.code, r.stderr) == (0, "")
     assert "worker [/w] v1: " in r.text and " [bold] " in r.text
+
+
+def test_replay_rates_are_bounded() -> None:
+    replay = ["replay", "--to", "127.0.0.1:1", str(EXAMPLES / "demo.ripple")]
+    _usage_error(
+        [*replay, "-x", "1e-300"], "Invalid value for '--multiplier' / '-x': 1e-300 is not in the range x>=1e-06."
+    )
+    _usage_error([*replay, "--pps", "1e-300"], "Invalid value for '--pps': 1e-300 is not in the range x>=1e-06.")
+
+
+def test_replay_renumbering_past_the_largest_sequence_no_is_one_line() -> None:
+    from tests.replay.consumer import Consumer
+
+    start = (1 << 62) - 1
+    with Consumer() as c:
+        args = ["replay", str(EXAMPLES / "demo.ripple"), "--to", c.address, "-t"]
+        r = run_cli([*args, "--renumber", "--renumber-from", str(start)])
+    assert r.code == 2
+    assert r.stderr.splitlines()[-1] == (
+        f"ripple: --renumber-from {start}: a Delta sequence_no would pass {start}, the largest it holds, "
+        "after 1 Deltas of one output"
+    )
+
+
+def test_a_gap_of_centuries_in_the_timestamps_waits_an_hour_at_a_time() -> None:
+    from ripple_cli.replay.schedule import NS, sleep_until
+
+    now = [0]
+    waits: list[float] = []
+
+    def idle(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += int(seconds * NS)
+
+    def clock() -> int:
+        now[0] += 1000  # a microsecond a look: the final spin ends
+        return now[0]
+
+    sleep_until(3 * 3600 * NS + 1, idle, clock=clock)
+    assert max(waits) == 3600 and len(waits) >= 3

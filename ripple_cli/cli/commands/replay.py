@@ -57,6 +57,11 @@ def _timing(
     return Timing(_pacing(topspeed, multiplier, pps, maxsleep, clock), Clock(clock or Clock.ENVELOPE.value))
 
 
+# -x and --pps: at least a millionth (a gap a million times as long); a
+# smaller rate would put the schedule past any clock.
+MIN_RATE = 1e-6
+
+
 @click.command()
 @inputs_group
 @group("timing", _timing, "topspeed", "multiplier", "pps", "maxsleep", "clock")
@@ -74,11 +79,11 @@ def _timing(
 @click.option(
     "--multiplier",
     "-x",
-    type=Number(min=0, min_open=True),
+    type=Number(min=MIN_RATE),
     metavar="X",
     help="Replay X times faster than recorded (0.5: half speed). Default: 1, as recorded.",
 )
-@click.option("--pps", type=Number(min=0, min_open=True), metavar="N", help="Send N messages per second, evenly.")
+@click.option("--pps", type=Number(min=MIN_RATE), metavar="N", help="Send N messages per second, evenly.")
 @click.option(
     "--clock",
     "clock",
