@@ -30,6 +30,16 @@ def dumps(obj: Any) -> bytes:
         return text.encode("utf-8", "backslashreplace")
 
 
+def _key(k: Any) -> Any:
+    """An object's key: a string (not base64), escaped only if it must be."""
+    if isinstance(k, str):
+        try:
+            k.encode("utf-8")
+        except UnicodeEncodeError:
+            return escape_text(k)
+    return k
+
+
 def _no_surrogates(obj: Any) -> Any:
     if isinstance(obj, str):
         try:
@@ -41,7 +51,7 @@ def _no_surrogates(obj: Any) -> Any:
                 return escape_text(obj)
         return obj
     if isinstance(obj, dict):
-        return {(escape_text(k) if isinstance(k, str) else k): _no_surrogates(v) for k, v in obj.items()}
+        return {_key(k): _no_surrogates(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_no_surrogates(v) for v in obj]
     return obj
