@@ -612,10 +612,16 @@ def _suggest(word: str, candidates: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
+# Parentheses nest at most this deep (the parser recurses at each); deeper is
+# a filter that does not compile, not an exhausted stack.
+MAX_PARENS = 64
+
+
 class _Parser:
     def __init__(self, text: str, dissector: Dissector | None = None) -> None:
         self.tokens = _lex(text)
         self.i = 0
+        self.parens = 0  # '(' open around the parser
         self.fields: set[str] = set()
         self.dissector = dissector  # compiling for this protocol's messages (None: checking only)
 
@@ -690,19 +696,27 @@ class _Parser:
         return _all_of(preds)
 
     def unary(self) -> Predicate:
-        if self.at_word("not") or self.at_op("!"):
+        # A run of `not`s in a loop, not a recursion: any number of them.
+        nots = 0
+        while self.at_word("not") or self.at_op("!"):
             self.take()
-            return _negate(self.unary())
-        if self.at_op("("):
-            opening = self.take()
-            pred = self.or_expr()
-            if not self.at_op(")"):
-                tok = self.peek()
-                found = "" if tok.kind == "end" else f", found '{tok.source}'"
-                raise FilterError(f"expected ')' to close the '(' at column {opening.column}{found}", tok.column)
-            self.take()
-            return pred
-        return self.test()
+            nots += 1
+        pred = self.group() if self.at_op("(") else self.test()
+        return _negate(pred) if nots % 2 else pred
+
+    def group(self) -> Predicate:
+        opening = self.take()
+        if self.parens >= MAX_PARENS:
+            raise FilterError(f"parentheses nested more than {MAX_PARENS} deep", opening.column)
+        self.parens += 1
+        pred = self.or_expr()
+        if not self.at_op(")"):
+            tok = self.peek()
+            found = "" if tok.kind == "end" else f", found '{tok.source}'"
+            raise FilterError(f"expected ')' to close the '(' at column {opening.column}{found}", tok.column)
+        self.take()
+        self.parens -= 1
+        return pred
 
     def test(self) -> Predicate:
         tok = self.peek()

@@ -133,6 +133,9 @@ class Rotation:
 ROTATE_HELP = "size:MB (1 MB = 1,000,000 bytes), time:S (seconds) or files:N"
 
 
+ROTATE_MAX = 1e9  # MB, seconds (some 30 years) or files: beyond any use, within a C integer
+
+
 def parse_rotation(specs: tuple[str, ...] | list[str]) -> Rotation:
     """`("size:10", "files:5")` -> Rotation(10_000_000, None, 5).  Raises
     ValueError with a message for the user."""
@@ -148,8 +151,10 @@ def parse_rotation(specs: tuple[str, ...] | list[str]) -> Rotation:
             number = float(value) if kind != "files" else int(value)
         except ValueError:
             number = 0
-        if number <= 0:
+        if not number > 0:  # `not >`: NaN too
             raise ValueError(f"{spec!r}: {value!r} is not a positive {'integer' if kind == 'files' else 'number'}")
+        if number > ROTATE_MAX:  # infinity too
+            raise ValueError(f"{spec!r}: {value!r} is above the largest accepted, {int(ROTATE_MAX):,}")
         if kind == "size":
             max_bytes = max(1, int(number * 1_000_000))
         elif kind == "time":

@@ -16,13 +16,17 @@ from typing import NoReturn, TextIO
 import click
 
 from ripple_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, PipeClosed, RippleError
+from ripple_cli.sexp.atoms import escape_lines
 
 __all__ = ["PipeClosed", "run_guarded"]
 
 
 def _stderr_line(stderr: TextIO, text: str) -> None:
     try:
-        stderr.write(text.rstrip("\n") + "\n")
+        # Whatever the message quotes (a name from the wire, a file name that
+        # is not UTF-8), escaped as the sexp form does: no control reaches
+        # the terminal, and each line the message means is one line.
+        stderr.write(escape_lines(text.rstrip("\n")) + "\n")
         stderr.flush()
     except (BrokenPipeError, OSError):
         pass

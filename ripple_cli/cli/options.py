@@ -4,6 +4,7 @@ same everywhere (as sqlite-utils does)."""
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Option values are bounded where they are parsed, with exit status 2:
+# beyond these, a value would overflow the C integers it reaches.
+MAX_SIZE = 1 << 40  # a size (--buffer, --split-size): 1T
+MAX_PAYLOAD = 1 << 32  # --max-payload, --max-inflate: 4G (the protocols' lengths are 32-bit)
+MAX_TIMEOUT = 86400.0  # --handshake-timeout: a day
+MAX_CONNECTIONS = 1 << 20  # the tap's --max-connections: more than any descriptor table
+
 
 def _compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     def apply(f: F) -> F:
@@ -32,11 +40,22 @@ def _compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+def _size_text(n: int) -> str:
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
 class ByteSize(click.ParamType):  # type: ignore[type-arg]
-    """A size in bytes: `4096`, `64K`, `16M`, `1G`."""
+    """A size in bytes: `4096`, `64K`, `16M`, `1G`; at most `maximum`
+    (a value beyond any use would overflow the C code it reaches)."""
 
     name = "size"
     _UNITS: ClassVar[dict[str, int]] = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+    def __init__(self, maximum: int = MAX_SIZE) -> None:
+        self.maximum = maximum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
@@ -49,7 +68,29 @@ class ByteSize(click.ParamType):  # type: ignore[type-arg]
             self.fail(f"{value!r} is not a size (e.g. 4096, 64K, 16M)", param, ctx)
         if n < 0:
             self.fail("a size cannot be negative", param, ctx)
+        if n > self.maximum:
+            self.fail(f"{value!r} is above the largest size accepted, {_size_text(self.maximum)}", param, ctx)
         return n
+
+
+class Number(click.FloatRange):
+    """A FloatRange that is also a finite number: `nan`, which every
+    comparison lets through, and `inf` are refused."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
+
+
+class OutputPath(click.Path):
+    """A file or directory to write: an empty name is no file."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value == "":
+            self.fail("an empty name is no file", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def schemas_option(f: F) -> F:
@@ -67,7 +108,7 @@ def schemas_option(f: F) -> F:
 def max_payload_option(f: F) -> F:
     return click.option(
         "--max-payload",
-        type=ByteSize(),
+        type=ByteSize(MAX_PAYLOAD),
         default="16M",  # DEFAULT_MAX_PAYLOAD
         show_default=True,
         help="Largest payload length accepted; a longer one is a framing problem.",
@@ -258,7 +299,7 @@ def protocol_options(f: F) -> F:
         ),
         click.option(
             "--max-inflate",
-            type=ByteSize(),
+            type=ByteSize(MAX_PAYLOAD),
             default="64M",  # DEFAULT_MAX_INFLATE
             show_default=True,
             help="Largest size one compressed frame may inflate to; beyond it is a problem, not a decompression bomb.",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ripple_cli.sexp.atoms import escape_text
+
 
 class Severity(StrEnum):
     ERROR = "error"
@@ -24,6 +26,13 @@ class Problem:
     severity: Severity = Severity.ERROR
     seq: int | None = None  # envelope seq of the message concerned, when there is one
     extra: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The detail quotes names from the wire (a worker id, a schema): a
+        # byte that is not UTF-8 or a control byte in one is escaped here,
+        # once, for every form that shows it (a terminal, JSON, XML).
+        if not self.detail.isprintable():
+            object.__setattr__(self, "detail", escape_text(self.detail))
 
     def describe(self) -> str:
         if self.offset < 0:

@@ -20,6 +20,12 @@ may be cut and how far, whether it is a number that is never dropped) and
 
 rich draws the table (`table`), and `Trimmed` takes the trailing spaces
 off every line it prints.
+
+Cells hold what came off the wire (a worker id, a key, a string field):
+what does not print in one (ESC[2J, ESC]0;title BEL, a byte that is not
+UTF-8) is escaped here, as the sexp form escapes it, for every table
+(`measure` and `kept` see the same escaped cell), so that no byte of the
+input reaches the terminal as a control.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.terminal.environment import Environment
 
 Justify = Literal["left", "right"]
@@ -90,8 +97,22 @@ def line_width(env: Environment) -> int | None:
     return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
+def cell(text: str, style: str = "") -> Text:
+    """A cell of what came off the wire, escaped before rich sees it (rich
+    drops BEL, CR and a few others from a Text, and keeps ESC)."""
+    return Text(escape_text(text), style=style)
+
+
+def shown(cell: Cell) -> Text:
+    """The cell as a table shows it: what does not print, escaped; a string
+    as plain text (rich would read `[/x]` in it as markup, and fail)."""
+    if isinstance(cell, Text):
+        return cell if cell.plain.isprintable() else Text(escape_text(cell.plain), style=cell.style)
+    return Text(escape_text(cell))
+
+
 def _plain(cell: Cell) -> str:
-    return cell.plain if isinstance(cell, Text) else cell
+    return shown(cell).plain
 
 
 def measure(columns: Sequence[Column], rows: Iterable[Sequence[Cell]]) -> list[int]:
@@ -210,9 +231,9 @@ def table(
         )
     t.show_header = header
     if title is not None:
-        t.title, t.title_justify = title, "left"
+        t.title, t.title_justify = Text(escape_text(title)), "left"
     if caption is not None:
-        t.caption, t.caption_justify = caption, "left"
+        t.caption, t.caption_justify = Text(escape_text(caption)), "left"
     for c, w in zip(columns, widths, strict=True):
         if w is None:
             continue
@@ -227,9 +248,9 @@ def table(
     return t
 
 
-def kept(row: Sequence[Cell], widths: Sequence[int | None]) -> list[Cell]:
-    """The cells of a row whose columns `fit` kept."""
-    return [cell for cell, w in zip(row, widths, strict=True) if w is not None]
+def kept(row: Sequence[Cell], widths: Sequence[int | None]) -> list[Text]:
+    """The cells of a row whose columns `fit` kept, as shown."""
+    return [shown(cell) for cell, w in zip(row, widths, strict=True) if w is not None]
 
 
 def fitted_table(

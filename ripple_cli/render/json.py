@@ -7,19 +7,54 @@ from typing import Any
 
 from ripple_cli.codec.jsonview import iso_time, problem_to_json
 from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.values import bytes_to_json
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import NoRuns, View
+from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.terminal.environment import Environment
 
 
 def dumps(obj: Any) -> bytes:
     # allow_nan is off: NaN and infinities are already strings, so any left
-    # would be a bug, not silently invalid JSON.  A name that is not UTF-8
-    # (schema, field, enum constructor: kept with surrogateescape) comes out
-    # as \udcXX escapes: still valid JSON, and Python reads it back exactly.
+    # would be a bug, not silently invalid JSON.
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.encode("utf-8", "backslashreplace")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A name from the wire that is not UTF-8 (a worker id, a schema,
+        # kept with surrogateescape): as every byte string of the JSON form,
+        # {"base64": ...}; a key, escaped as the sexp form does.  Never a
+        # lone surrogate, which strict JSON readers refuse.
+        text = json.dumps(_no_surrogates(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8", "backslashreplace")
+
+
+def _key(k: Any) -> Any:
+    """An object's key: a string (not base64), escaped only if it must be."""
+    if isinstance(k, str):
+        try:
+            k.encode("utf-8")
+        except UnicodeEncodeError:
+            return escape_text(k)
+    return k
+
+
+def _no_surrogates(obj: Any) -> Any:
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                return bytes_to_json(obj.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:  # a lone surrogate of another kind
+                return escape_text(obj)
+        return obj
+    if isinstance(obj, dict):
+        return {_key(k): _no_surrogates(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_no_surrogates(v) for v in obj]
+    return obj
 
 
 def origin_json(origin: Origin) -> dict[str, Any]:

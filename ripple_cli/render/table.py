@@ -22,7 +22,7 @@ from ripple_cli.protocols import registry
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import NoRuns, View
-from ripple_cli.render.columns import Column, Trimmed, fit, kept, line_width, make_console, measure, table
+from ripple_cli.render.columns import Column, Trimmed, cell, fit, kept, line_width, make_console, measure, table
 from ripple_cli.terminal.environment import Environment
 
 _BATCH = 200
@@ -100,14 +100,14 @@ class TableRenderer(NoRuns):
         if isinstance(item, Problem):
             style = "yellow" if item.severity is Severity.WARNING else "bold red"
             detail = item.detail + (f"; skipped {item.skipped} bytes" if item.skipped else "")
-            offset = Text("" if item.offset < 0 else str(item.offset), style=style)
-            kind, detail_text = Text(item.kind, style=style), Text(detail, style=style)
+            offset = cell("" if item.offset < 0 else str(item.offset), style=style)
+            kind, detail_text = cell(item.kind, style=style), cell(detail, style=style)
             if self._protocols:
-                return (*conn, offset, Text(""), Text(""), kind, detail_text)
-            seq = Text("" if item.seq is None else str(item.seq))
-            return (*conn, offset, seq, Text(""), kind, Text(""), Text(""), Text(""), detail_text)
+                return (*conn, offset, cell(""), cell(""), kind, detail_text)
+            seq = cell("" if item.seq is None else str(item.seq))
+            return (*conn, offset, seq, cell(""), kind, cell(""), cell(""), cell(""), detail_text)
         c = item.cells()
-        kind = Text(c.short_type or item.type, style=type_style(item))
+        kind = cell(c.short_type or item.type, style=type_style(item))
         if self._protocols:
             what = " ".join(x for x in (c.output, c.key, c.summary) if x)
             if c.seq is not None:
@@ -115,37 +115,37 @@ class TableRenderer(NoRuns):
             at = origin.time_ns if origin.time_ns is not None else c.time_ns
             return (
                 *conn,
-                Text(str(item.offset)),
-                Text("" if at is None else time_of_day(at)),
-                Text(item.protocol),
-                Text(item.type, style=type_style(item)),
-                Text(what),
+                cell(str(item.offset)),
+                cell("" if at is None else time_of_day(at)),
+                cell(item.protocol),
+                cell(item.type, style=type_style(item)),
+                cell(what),
             )
         if c.seq is None:
             # In the envelope layout, a message without one: the protocol
             # where the schema goes, the capture time.
-            when = Text("" if origin.time_ns is None else time_of_day(origin.time_ns))
+            when = cell("" if origin.time_ns is None else time_of_day(origin.time_ns))
             return (
                 *conn,
-                Text(str(item.offset)),
-                Text(""),
+                cell(str(item.offset)),
+                cell(""),
                 when,
                 kind,
-                Text(item.protocol),
-                Text(""),
-                Text(""),
-                Text(c.summary),
+                cell(item.protocol),
+                cell(""),
+                cell(""),
+                cell(c.summary),
             )
         return (
             *conn,
-            Text(str(item.offset)),
-            Text(str(c.seq)),
-            Text("" if c.time_ns is None else time_of_day(c.time_ns)),
+            cell(str(item.offset)),
+            cell(str(c.seq)),
+            cell("" if c.time_ns is None else time_of_day(c.time_ns)),
             kind,
-            Text(c.schema),
-            Text(c.output),
-            Text(c.key),
-            Text(c.summary),
+            cell(c.schema),
+            cell(c.output),
+            cell(c.key),
+            cell(c.summary),
         )
 
     def _conn(self, origin: Origin) -> tuple[Text, ...]:
@@ -153,8 +153,8 @@ class TableRenderer(NoRuns):
             return ()
         st = origin.stream
         if st is None:
-            return (Text(""), Text(""))
-        return (Text(f"{st.connection} {st.direction}"), Text(origin.community_id or ""))
+            return (cell(""), cell(""))
+        return (cell(f"{st.connection} {st.direction}"), cell(origin.community_id or ""))
 
     def flush(self) -> None:
         """An input pause: what waits is shown, except, from a file, a first

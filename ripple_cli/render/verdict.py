@@ -6,6 +6,7 @@ from typing import Any
 
 from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.codec.problems import Problem
+from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.terminal.environment import Environment
 
 VERIFY_JSON_VERSION = 1
@@ -58,7 +59,9 @@ def text_report(report: Report, unreadable: list[str]) -> str:
     if report.empty:
         tail += f", {_plural(len(report.empty), 'input')} with no message"
     lines.append(tail)
-    return "\n".join(lines) + "\n"
+    # Input names and a connection's analysis may hold what does not print
+    # (bytes from the wire, a file name that is not UTF-8): escaped.
+    return "".join(escape_text(line) + "\n" for line in lines)
 
 
 def analysis_lines(analysis: dict[str, Any]) -> list[str]:
@@ -145,9 +148,10 @@ def junit_report(report: Report, unreadable: list[str]) -> bytes:
         suites, "testsuite", name="ripple verify", tests=str(cases), failures=str(failures), errors=str(len(unreadable))
     )
     for s in report.sources:
-        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=s.name)
+        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=escape_text(s.name))
         errors, warnings = s.counts(report.strict)
-        body = "\n".join(problem_line(report, p).strip() for p in s.problems)
+        # XML 1.0 holds no control character but tab and newline: escaped.
+        body = "\n".join(escape_text(problem_line(report, p).strip()) for p in s.problems)
         if errors:
             failure = ET.SubElement(case, "failure", message=_plural(errors, "problem"), type="ripple.verify")
             failure.text = body
@@ -155,10 +159,10 @@ def junit_report(report: Report, unreadable: list[str]) -> bytes:
             out = ET.SubElement(case, "system-out")
             out.text = body
     for name in unreadable:
-        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=name)
+        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=escape_text(name))
         ET.SubElement(case, "error", message="unreadable input", type="ripple.unreadable")
     for name in report.empty:
-        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=f"{name} (messages)")
+        case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=escape_text(f"{name} (messages)"))
         ET.SubElement(case, "failure", message="no message", type="ripple.empty")
     ET.indent(suites)
     data: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ripple_cli.codec.binprot import INT_MAX
 from ripple_cli.codec.envelope import HEADER, HEADER_SIZE, build_envelope
 from ripple_cli.codec.messages import DELTA, read_delta_msg, write_payload
+from ripple_cli.errors import UsageProblem
 
 
 class Renumberer:
@@ -28,6 +30,11 @@ class Renumberer:
             # The source was checked when it was read: this payload decodes.
             msg = read_delta_msg(payload)
             n = self.sequence_nos.get(msg.source_output, self.start - 1) + 1
+            if n > INT_MAX:
+                raise UsageProblem(
+                    f"--renumber-from {self.start}: a Delta sequence_no would pass {INT_MAX}, "
+                    f"the largest it holds, after {n - self.start} Deltas of one output"
+                )
             self.sequence_nos[msg.source_output] = n
             payload = write_payload(replace(msg, sequence_no=n))
         self.seq += 1

@@ -32,6 +32,7 @@ NS = 1_000_000_000
 # stretch before a target is spun on the clock instead, which costs CPU only
 # for that long per message and makes the wake-up exact to a few µs.
 SPIN_NS = 200_000
+MAX_IDLE_NS = 3600 * NS
 
 Clock = Callable[[], int]
 
@@ -106,4 +107,6 @@ def sleep_until(target_ns: int, idle: Callable[[float], None], clock: Clock = ti
         if remaining <= 0:
             return now
         if remaining > SPIN_NS:
-            idle((remaining - SPIN_NS) / NS)
+            # At most an hour at a time: a gap of centuries in the
+            # timestamps is a long wait, not an overflow of the OS's timer.
+            idle(min(remaining - SPIN_NS, MAX_IDLE_NS) / NS)

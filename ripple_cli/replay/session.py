@@ -10,12 +10,14 @@ from collections.abc import Callable, Iterable
 
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
 from ripple_cli.codec.messages import DeltaMode, SchemaNegotiation
+from ripple_cli.codec.schema import text
 from ripple_cli.errors import EXIT_UNREADABLE, RippleError
 from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.replay.address import address_text
 from ripple_cli.replay.schedule import Clock, Schedule, sleep_until
 from ripple_cli.replay.stats import ReplayStats
+from ripple_cli.sexp.atoms import escape_text
 
 # Messages due together go out in one write, up to this much (--topspeed
 # makes everything due at once: writes of this size keep the kernel busy
@@ -151,7 +153,8 @@ class Session:
 
     def _answer(self, answer: SchemaNegotiation) -> None:
         if not answer.ok:
-            errors = [e.decode("utf-8", "replace") for e in answer.errors] or ["(no errors given)"]
+            # An error per line, each escaped (it comes off the wire).
+            errors = [escape_text(text(e)) for e in answer.errors] or ["(no errors given)"]
             lines = "\n".join(f"  {e}" for e in errors)
             self.stats.stopped = "schemas refused"
             raise PeerRefused(f"{self.peer} refused the Handshake (Schema_negotiation ok false):\n{lines}")

@@ -51,3 +51,33 @@ def quote(atom: bytes) -> bytes:
 
 def atom_text(atom: bytes) -> bytes:
     return quote(atom) if must_escape(atom) else atom
+
+
+def escape_lines(s: str) -> str:
+    """`escape_text` line by line: the newlines of a message that has
+    several lines stay, what does not print within a line is escaped."""
+    return s if s.isprintable() else "\n".join(escape_text(line) for line in s.split("\n"))
+
+
+def escape_text(s: str) -> str:
+    """`s` safe to print on one line: what the sexp form escapes is escaped
+    the same way.  A byte that was not UTF-8 (kept as a surrogate by
+    surrogateescape) and a control byte are `\\ddd` (OCaml's
+    String.escaped: ESC is `\\027`, a newline `\\n`); any other character
+    that does not print (another lone surrogate, U+2028, a bidi override)
+    is `\\u{XXXX}`.  Printable text, non-ASCII letters too, is unchanged."""
+    if s.isprintable():
+        return s
+    out = []
+    for c in s:
+        if c.isprintable():
+            out.append(c)
+            continue
+        n = ord(c)
+        if n < 0x80:
+            out.append(_ESCAPED[n].decode("ascii"))
+        elif 0xDC80 <= n <= 0xDCFF:
+            out.append(f"\\{n - 0xDC00:03d}")
+        else:
+            out.append(f"\\u{{{n:04X}}}")
+    return "".join(out)

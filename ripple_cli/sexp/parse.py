@@ -15,6 +15,12 @@ from collections.abc import Iterator
 
 from ripple_cli.sexp.tree import Sexp
 
+# Lists nest at most this deep: deeper text is refused with a syntax error
+# rather than exhausting Python's stack (the reader recurses).  A schema's
+# types nest at most 64 deep (codec/schema.py), which a message's text
+# needs about twice over: 256 leaves room for every valid input.
+MAX_DEPTH = 256
+
 
 class SexpSyntaxError(ValueError):
     """`incomplete` is set when more text could still complete the input."""
@@ -53,6 +59,7 @@ class _Reader:
     def __init__(self, text: bytes, final: bool = True) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0  # lists open around the reader
         # False when more text may follow (SexpStream): a comment that runs
         # to the end of the text may then still go on.
         self.final = final
@@ -118,16 +125,19 @@ class _Reader:
 
     def read_list(self) -> list[Sexp]:
         start = self.pos
+        if self.depth >= MAX_DEPTH:
+            raise self.error(f"lists nested more than {MAX_DEPTH} deep")
         self.pos += 1
         items: list[Sexp] = []
-        # An explicit stack would avoid Python recursion, but depth is bounded
-        # by the caller's limit (see parse_many) and messages are shallow.
+        # Recursion, bounded by MAX_DEPTH.
+        self.depth += 1
         while True:
             self.skip_space()
             if self.pos >= len(self.text):
                 raise self.error("unclosed '('", start, incomplete=True)
             if self.text[self.pos] == 0x29:
                 self.pos += 1
+                self.depth -= 1
                 return items
             items.append(self.read())
 

@@ -28,7 +28,7 @@ from ripple_cli.capture.events import StreamId
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
-from ripple_cli.render.columns import Column, Trimmed, fitted_table, make_console
+from ripple_cli.render.columns import Column, Trimmed, cell, fitted_table, make_console
 from ripple_cli.render.table import time_of_day, type_style
 from ripple_cli.tap.stats import StreamStats, TapStats, Totals
 from ripple_cli.terminal.environment import Environment
@@ -132,13 +132,13 @@ class LiveView:
             when, seq, output, key = c.time_ns, str(c.seq), c.output, c.key
         self._latest.append(
             (
-                Text(_conn(origin.stream)),
-                Text(seq),
-                Text("" if when is None else time_of_day(when)),
-                Text(msg.type, style=type_style(msg)),
-                Text(output),
-                Text(key),
-                Text(c.summary),
+                cell(_conn(origin.stream)),
+                cell(seq),
+                cell("" if when is None else time_of_day(when)),
+                cell(msg.type, style=type_style(msg)),
+                cell(output),
+                cell(key),
+                cell(c.summary),
             )
         )
 
@@ -149,13 +149,13 @@ class LiveView:
         style = "yellow" if problem.severity is Severity.WARNING else "bold red"
         self._latest.append(
             (
-                Text(_conn(origin.stream)),
-                Text("" if problem.seq is None else str(problem.seq)),
-                Text(""),
-                Text(problem.kind, style=style),
-                Text(""),
-                Text(""),
-                Text(problem.describe(), style=style),
+                cell(_conn(origin.stream)),
+                cell("" if problem.seq is None else str(problem.seq)),
+                cell(""),
+                cell(problem.kind, style=style),
+                cell(""),
+                cell(""),
+                cell(problem.describe(), style=style),
             )
         )
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
 
 from ripple_cli.errors import PipeClosed
+from ripple_cli.sexp.atoms import escape_lines
 
 COLOR_MODES = ("auto", "always", "never")
 
@@ -96,5 +97,5 @@ class Environment:
             self.stdout.flush()
         except BrokenPipeError:
             raise
-        self.stderr.write(text + "\n")
+        self.stderr.write(escape_lines(text) + "\n")  # no control, whatever it quotes
         self.stderr.flush()

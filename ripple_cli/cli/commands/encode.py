@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ripple_cli.cli.options import schemas_option
+from ripple_cli.cli.options import OutputPath, schemas_option
 from ripple_cli.codec.errors import EncodeError
 from ripple_cli.errors import InvalidInput
 from ripple_cli.protocols import registry as protocols
@@ -23,7 +23,7 @@ from ripple_cli.terminal.environment import Environment
     "--output",
     "-o",
     "output",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=OutputPath(dir_okay=False, allow_dash=True),
     help="Write envelopes here (default: stdout, which must not be a terminal).",
 )
 @schemas_option

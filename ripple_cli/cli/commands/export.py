@@ -9,6 +9,7 @@ import click
 from ripple_cli.batch.rows import COLUMN_NAMES
 from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.cli.batch_options import batch_options
+from ripple_cli.cli.options import OutputPath
 from ripple_cli.errors import InputUnreadable, UsageProblem
 from ripple_cli.terminal.environment import Environment
 
@@ -18,7 +19,7 @@ DEFAULT_PARTITION = "event_hour"
 
 @click.command()
 @click.option(
-    "--output", "-o", "out", required=True, type=click.Path(), help="The directory to write (Spark's part files)."
+    "--output", "-o", "out", required=True, type=OutputPath(), help="The directory to write (Spark's part files)."
 )
 @click.option(
     "--format",

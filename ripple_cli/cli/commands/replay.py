@@ -7,7 +7,9 @@ from dataclasses import dataclass
 import click
 
 from ripple_cli.cli.options import (
+    MAX_TIMEOUT,
     PORT_HELP_NO_PROTOCOL,
+    Number,
     capture_options_with,
     format_option,
     group,
@@ -55,6 +57,11 @@ def _timing(
     return Timing(_pacing(topspeed, multiplier, pps, maxsleep, clock), Clock(clock or Clock.ENVELOPE.value))
 
 
+# -x and --pps: at least a millionth (a gap a million times as long); a
+# smaller rate would put the schedule past any clock.
+MIN_RATE = 1e-6
+
+
 @click.command()
 @inputs_group
 @group("timing", _timing, "topspeed", "multiplier", "pps", "maxsleep", "clock")
@@ -72,13 +79,11 @@ def _timing(
 @click.option(
     "--multiplier",
     "-x",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Number(min=MIN_RATE),
     metavar="X",
     help="Replay X times faster than recorded (0.5: half speed). Default: 1, as recorded.",
 )
-@click.option(
-    "--pps", type=click.FloatRange(min=0, min_open=True), metavar="N", help="Send N messages per second, evenly."
-)
+@click.option("--pps", type=Number(min=MIN_RATE), metavar="N", help="Send N messages per second, evenly.")
 @click.option(
     "--clock",
     "clock",
@@ -100,7 +105,7 @@ def _timing(
 )
 @click.option(
     "--maxsleep",
-    type=click.FloatRange(min=0),
+    type=Number(min=0),
     metavar="MS",
     help="Never wait more than MS milliseconds between two messages (the schedule after it moves up).",
 )
@@ -121,7 +126,7 @@ def _timing(
 )
 @click.option(
     "--handshake-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Number(min=0, min_open=True, max=MAX_TIMEOUT),
     default=10.0,
     show_default=True,
     metavar="SECONDS",

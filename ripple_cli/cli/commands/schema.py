@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import re
+import stat
 
 import click
 
-from ripple_cli.cli.options import max_payload_option
+from ripple_cli.cli.options import OutputPath, max_payload_option
 from ripple_cli.codec.compat import check_backward
 from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.codec.jsonview import schema_to_json, type_text
 from ripple_cli.codec.messages import DeltaMode, Handshake
 from ripple_cli.codec.schema import Schema, sexp_of_schema, text
-from ripple_cli.errors import EXIT_PROBLEMS, InputUnreadable, UsageProblem
+from ripple_cli.errors import EXIT_PROBLEMS, EXIT_UNREADABLE, InputUnreadable
 from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.render.json import dumps
+from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.write import to_string, to_string_hum
 from ripple_cli.sources.files import display_name, open_error, read_all, read_chunks
 from ripple_cli.sources.schema_files import MAX_SCHEMA_FILE, load_schema_file, parse_schema_text
@@ -154,29 +158,62 @@ def check(env: Environment, reader_path: str, writer_path: str) -> int:
     reader = load_schema_file(reader_path)
     writer = load_schema_file(writer_path)
     errors = check_backward(reader, writer)
+    # Names are bytes: one that is not UTF-8 or holds a control byte is
+    # escaped as the sexp form does.
+    rfp, wfp = escape_text(text(reader.fingerprint)), escape_text(text(writer.fingerprint))
     if not errors:
-        env.stdout.write(
-            f"compatible: reader {text(reader.fingerprint)} can read writer {text(writer.fingerprint)}\n".encode()
-        )
+        env.stdout.write(f"compatible: reader {rfp} can read writer {wfp}\n".encode())
         return 0
-    env.stdout.write(
-        f"incompatible: reader {text(reader.fingerprint)} cannot read writer {text(writer.fingerprint)}\n".encode()
-    )
+    env.stdout.write(f"incompatible: reader {rfp} cannot read writer {wfp}\n".encode())
     for e in errors:
-        env.stdout.write(f"  {e}\n".encode())
+        env.stdout.write(f"  {escape_text(e)}\n".encode())
     return EXIT_PROBLEMS
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+MAX_NAME = 100  # characters of a schema's name kept in its file name
 
 
 def schema_file_name(s: Schema) -> str:
     """`NAME_vVERSION.sexp`, with anything but letters, digits, `.`, `_`, `-`
-    replaced, so a hostile name cannot leave the directory."""
+    replaced, so a hostile name cannot leave the directory; a name longer
+    than MAX_NAME is cut there and marked with 8 hex digits of its SHA-256,
+    so that the file name stays short and two long names stay apart."""
     name = _UNSAFE.sub("_", text(s.name)) or "_"
     if name.startswith("."):
         name = "_" + name[1:]
+    if len(name) > MAX_NAME:
+        name = name[:MAX_NAME] + "-" + hashlib.sha256(s.name).hexdigest()[:8]
     return f"{name}_v{s.version}.sexp"
+
+
+def _write_schema_file(path: str, data: bytes) -> str | None:
+    """Write a schema file, never through a symbolic link nor over what is
+    not a regular file: None when written, else why not."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        return f"cannot write: {e.strerror or e}"
+    else:
+        if stat.S_ISLNK(st.st_mode):
+            return "is a symbolic link: not followed, not overwritten"
+        if not stat.S_ISREG(st.st_mode):
+            return "exists and is not a regular file: not overwritten"
+    try:
+        # O_NOFOLLOW: a link made since lstat is not followed either.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "is a symbolic link: not followed, not overwritten"
+        return f"cannot write: {e.strerror or e}"
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        return f"cannot write: {e.strerror or e}"
+    return None
 
 
 @schema.command("extract")
@@ -186,7 +223,7 @@ def schema_file_name(s: Schema) -> str:
     "-o",
     "out_dir",
     required=True,
-    type=click.Path(file_okay=False),
+    type=OutputPath(file_okay=False),
     help="Directory to write the schema files into (created if missing).",
 )
 @max_payload_option
@@ -206,22 +243,21 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
         raise InputUnreadable(f"{out_dir}: cannot create directory: {e.strerror or e}") from None
-    root = os.path.realpath(out_dir)
     used: set[str] = set()
+    failed = 0
     for _output, s in items:
         name = schema_file_name(s)
         base, n = name, 2
         while name in used:  # two fingerprints that sanitize alike
-            name = base.replace(".sexp", f"-{n}.sexp")
+            name = f"{base.removesuffix('.sexp')}-{n}.sexp"
             n += 1
         used.add(name)
-        path = os.path.realpath(os.path.join(root, name))
-        if os.path.dirname(path) != root:
-            raise UsageProblem(f"{name}: refusing to write outside {out_dir}")
-        try:
-            with open(path, "wb") as f:
-                f.write(to_string_hum(sexp_of_schema(s)) + b"\n")
-        except OSError as e:
-            raise InputUnreadable(f"{os.path.join(out_dir, name)}: cannot write: {e.strerror or e}") from None
-        env.stdout.write(f"{os.path.join(out_dir, name)}  {text(s.fingerprint)}\n".encode())
-    return 0
+        path = os.path.join(out_dir, name)  # a name holds no '/': it stays in DIR
+        why = _write_schema_file(path, to_string_hum(sexp_of_schema(s)) + b"\n")
+        if why is not None:
+            # One line, and the other schemas are still extracted.
+            env.problem_line(f"ripple: {path}: {why}")
+            failed += 1
+            continue
+        env.stdout.write(f"{escape_text(path)}  {escape_text(text(s.fingerprint))}\n".encode())
+    return EXIT_UNREADABLE if failed else 0

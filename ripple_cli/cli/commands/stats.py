@@ -8,7 +8,7 @@ import click
 from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.batch.stats import BY_CHOICES, NS, StatsOptions
 from ripple_cli.cli.batch_options import batch_options
-from ripple_cli.cli.options import group
+from ripple_cli.cli.options import Number, OutputPath, group
 from ripple_cli.terminal.environment import Environment
 
 
@@ -36,14 +36,14 @@ def _stats_options(by: str, top: int, silence: float) -> StatsOptions:
     help="table: rich tables; json: one JSON object (shape version 1), for scripts.",
 )
 @click.option(
-    "--plot", "plot_dir", type=click.Path(file_okay=False), metavar="DIR", help="Also write PNG charts to DIR."
+    "--plot", "plot_dir", type=OutputPath(file_okay=False), metavar="DIR", help="Also write PNG charts to DIR."
 )
 @click.option(
     "--top", type=click.IntRange(min=1), metavar="N", default=10, show_default=True, help="How many keys to list."
 )
 @click.option(
     "--silence",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Number(min=0, min_open=True),
     default=10.0,
     show_default=True,
     metavar="SECONDS",

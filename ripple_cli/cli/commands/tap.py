@@ -11,7 +11,9 @@ import click
 from ripple_cli.analysis.report import Report
 from ripple_cli.capture.pcapng_writer import ROTATE_HELP, Rotation, parse_rotation
 from ripple_cli.cli.options import (
+    MAX_CONNECTIONS,
     ByteSize,
+    OutputPath,
     capture_options,
     filter_option,
     format_option,
@@ -107,7 +109,7 @@ def _recording(write_path: str | None, rotate: tuple[str, ...]) -> Recording:
 @max_payload_option
 @click.option(
     "--max-connections",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_CONNECTIONS),
     metavar="N",
     default=1024,
     show_default=True,
@@ -117,7 +119,7 @@ def _recording(write_path: str | None, rotate: tuple[str, ...]) -> Recording:
     "-w",
     "--write",
     "write_path",
-    type=click.Path(dir_okay=False),
+    type=OutputPath(dir_okay=False),
     metavar="FILE",
     help="Record what is tapped (pcapng).",
 )

@@ -7,6 +7,7 @@ import click
 from ripple_cli.analysis.report import Report
 from ripple_cli.analysis.verify import VerifySink
 from ripple_cli.cli.options import (
+    OutputPath,
     capture_options,
     filter_option,
     format_option,
@@ -33,7 +34,7 @@ from ripple_cli.terminal.environment import Environment
 @show_group
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @format_option(("text", "json"), "Default: text.")
-@click.option("--junit", "junit", type=click.Path(dir_okay=False), help="Also write a JUnit XML report to FILE.")
+@click.option("--junit", "junit", type=OutputPath(dir_okay=False), help="Also write a JUnit XML report to FILE.")
 @click.option(
     "--allow-empty",
     is_flag=True,
