@@ -239,7 +239,7 @@ def test_auto_detection_on_a_capture_mixing_ripple_lumberjack_and_rcp(tmp_path: 
     assert {o["protocol"] for o in groups[(rcp, "c2s")] + groups[(rcp, "s2c")]} == {"rcp"}
     # The Ripple connection decodes as the raw stream does.
     raw = run_cli(["decode", "--format", "jsonl", "-"], stdin=DEMO)
-    strip = ("source", "connection", "direction", "src", "dst", "capture_time_ns", "capture_time")
+    strip = ("source", "connection", "direction", "src", "dst", "community_id", "capture_time_ns", "capture_time")
     assert [{k: v for k, v in o.items() if k not in strip} for o in groups[(ripple, "c2s")]] == [
         {k: v for k, v in json.loads(line).items() if k not in strip} for line in raw.stdout.splitlines()
     ]
