@@ -72,8 +72,8 @@ def _parallel(port: int, payloads: list[bytes], seed: int = 1) -> list[tuple[int
 
 
 def _client_port(label: str, upstream_port: int) -> int:
-    """The client's port in a `--show-connection` label `N SRC -> DST`."""
-    _n, src, _arrow, dst = label.split()
+    """The client's port in a `--show-connection` label `N SRC -> DST CID`."""
+    _n, src, _arrow, dst = label.split()[:4]
     ports = [int(src.rsplit(":", 1)[1]), int(dst.rsplit(":", 1)[1])]
     ports.remove(upstream_port)
     return ports[0]

@@ -22,6 +22,9 @@ from tapkit import (
     wait_for,
 )
 
+from ripple_cli.capture.community_id import community_id
+from ripple_cli.capture.events import Endpoint
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="sniffing needs root (CI runs the tests as root)")
 needs_tcpdump = pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump is not installed")
 
@@ -50,8 +53,13 @@ def test_sniffing_lo_decodes_like_decode_and_records_the_packets(tmp_path: Path)
         )
         assert tap.interrupt() == 130
     groups = by_connection(tap.stdout().splitlines())
+    # Each label ends with the connection's Community ID, the same both ways.
+    cid = community_id(Endpoint("127.0.0.1", client_port), Endpoint("127.0.0.1", up.port))
     assert sorted(groups) == sorted(
-        [f"1 127.0.0.1:{client_port} -> 127.0.0.1:{up.port}", f"1 127.0.0.1:{up.port} -> 127.0.0.1:{client_port}"]
+        [
+            f"1 127.0.0.1:{client_port} -> 127.0.0.1:{up.port} {cid}",
+            f"1 127.0.0.1:{up.port} -> 127.0.0.1:{client_port} {cid}",
+        ]
     )
     for label, lines in groups.items():
         assert lines == expected, label
