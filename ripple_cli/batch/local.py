@@ -37,7 +37,7 @@ def plan_rows(plan: Plan) -> Iterator[Row]:
         # The shuffle, in memory: each rotated connection's packets from all its files.
         frames: dict[ConnKey, list[RankedFrame]] = {}
         for part in plan.rotated_parts:
-            for key, frame in rotated_frames(part):
+            for key, frame in rotated_frames(part, plan.settings):
                 frames.setdefault(key, []).append(frame)
         for key, group in plan.rotated.items():
             yield from rotated_rows(group, frames.get(key, []), plan.settings)

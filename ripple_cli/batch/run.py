@@ -4,6 +4,7 @@ imported here only when a run starts (job.py)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 class BatchArgs:
     inputs: tuple[str, ...]
     schemas: tuple[str, ...]
-    master: str
+    master: str | None  # None: the session's, spark-submit's, or Spark's default (local[*])
     conf: tuple[str, ...]
     split_size: int
     ports: tuple[int, ...]
@@ -46,7 +47,9 @@ class BatchRun:
         self.args = args
         self.inputs: list[InputFile] = discover(args.inputs)
         self.file_schemas = [load_schema_file(p) for p in schema_paths(args.schemas)]
-        self.settings = Settings(max_payload=args.max_payload, ports=frozenset(args.ports), max_flows=args.max_flows)
+        self.settings = Settings(
+            max_payload=args.max_payload, ports=frozenset(args.ports), max_flows=args.max_flows, cwd=os.getcwd()
+        )
         self.started = time.monotonic()
 
     def note(self, text: str) -> None:

@@ -73,7 +73,8 @@ def export(
 
         plan = run.plan(session, watcher)
         frame, counters = run.frame(session, plan)
-        job.write_rows(frame, out, fmt, None if partition_by == "none" else partition_by, overwrite)
+        # Absolute, as the inputs: the executors do not share the driver's working directory.
+        job.write_rows(frame, os.path.abspath(out), fmt, None if partition_by == "none" else partition_by, overwrite)
     part = "" if partition_by == "none" else f", partitioned by {partition_by}"
     run.note(
         f"export: {run.describe_inputs(plan)}; {counters.messages:,} messages, "
