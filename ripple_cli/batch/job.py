@@ -82,11 +82,12 @@ class Session:
 
 DEFAULT_MASTER = "local[*]"
 
-# Read by Spark when its JVM starts: given to spark-submit, not set later.
+# Given to the spark-submit that starts the JVM: read when it starts (the
+# driver's memory), or set by spark-submit itself (the application's name).
+_LAUNCH_DEFAULTS = {"spark.app.name": "ripple"}
 _LAUNCH_DEFAULTS_LOCAL = {"spark.driver.memory": "2g"}
 # Ripple's defaults, below anything the user or spark-submit set.
 _DEFAULTS = {
-    "spark.app.name": "ripple",
     "spark.ui.showConsoleProgress": "false",  # ripple draws its own progress
     "spark.sql.session.timeZone": "UTC",
 }
@@ -120,6 +121,7 @@ def start_session(master: str | None, conf: Sequence[tuple[str, str]]) -> Sessio
     launch: dict[str, str] = {}
     if not under_submit:
         _require_java()
+        launch.update(_LAUNCH_DEFAULTS)
         if _is_local(given.get("spark.master", os.environ.get("MASTER", DEFAULT_MASTER))):
             launch.update(_LAUNCH_DEFAULTS_LOCAL)
         log_conf = resources.files("ripple_cli.batch") / "log4j2.properties"

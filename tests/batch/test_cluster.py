@@ -1,0 +1,84 @@
+"""`ripple export` and `ripple stats` on a real standalone cluster (a master
+and two workers, separate JVMs: tests/batch/standalone.py), run as a user
+runs them: `--master spark://...`, the executors' Python named with
+`--conf spark.pyspark.python`, relative inputs and OUT from a working
+directory that is not the executors'.  The rows and figures must be those
+of the run without a cluster.
+
+The driver and the executors run this checkout's ripple: the test's Python
+(the venv with PySpark) has ripple installed from another tree (an
+editable install), so the checkout is put first on their path, the
+driver's with PYTHONPATH, the executors' with spark.executorEnv.PYTHONPATH.
+A user's venv has ripple installed and needs neither; nothing else of the
+driver's environment reaches the workers (standalone.cluster_env).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.batch.standalone import Standalone, cluster_env
+from tests.batch.test_spark_export import in_process_rows, table_rows
+from tests.conftest import ROOT, run_cli
+
+
+def cluster_args(cluster: Standalone) -> list[str]:
+    return [
+        "--master",
+        cluster.master,
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        "--conf",
+        f"spark.executorEnv.PYTHONPATH={ROOT}",  # this checkout, not the venv's ripple: see above
+        "--conf",
+        "spark.executor.memory=512m",
+        "--conf",
+        "spark.driver.memory=512m",
+    ]
+
+
+def ripple(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = cluster_env()  # no PYSPARK_PYTHON: the workers' Python comes from --conf only
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "ripple_cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+@pytest.fixture(scope="module")
+def workdir(mixed_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The inputs as `data/` under the driver's working directory."""
+    d = tmp_path_factory.mktemp("driver")
+    shutil.copytree(mixed_dir, d / "data")
+    return d
+
+
+def test_export_on_a_standalone_cluster(standalone: Standalone, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    done = ripple(["export", "-q", "--split-size", "8192", *cluster_args(standalone), "data", "-o", "out"], workdir)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    monkeypatch.chdir(workdir)
+    expected = in_process_rows(["data"], 8192)  # capture_file as given: data/...
+    assert len(expected) == 1202
+    assert table_rows(workdir / "out") == expected
+    # The executors did the work: the master lists the run as an application of its own.
+    apps = [a["name"] for a in standalone.status()["completedapps"]]
+    assert "ripple" in apps
+
+
+def test_stats_on_a_standalone_cluster(
+    spark: object, standalone: Standalone, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = ripple(["stats", "-q", "-F", "json", *cluster_args(standalone), "data"], workdir)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    monkeypatch.chdir(workdir)
+    here = run_cli(["stats", "-q", "-F", "json", "data"])  # the session's local[2]
+    assert here.code == 0, here.stderr
+    assert json.loads(done.stdout) == json.loads(here.stdout)
