@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.batch.standalone import Standalone, cluster_env
+from tests.batch.standalone import Standalone, cluster_env, spark_home
 from tests.batch.test_spark_export import in_process_rows, table_rows
 from tests.conftest import ROOT, run_cli
 
@@ -82,3 +82,38 @@ def test_stats_on_a_standalone_cluster(
     here = run_cli(["stats", "-q", "-F", "json", "data"])  # the session's local[2]
     assert here.code == 0, here.stderr
     assert json.loads(done.stdout) == json.loads(here.stdout)
+
+
+def test_under_spark_submit_its_master_wins(
+    spark: object, standalone: Standalone, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`spark-submit --master spark://...` runs ripple's driver: no
+    --master for ripple, and the run is on the cluster, not on ripple's
+    default local[*]."""
+    before = len(standalone.status()["completedapps"])
+    submit = [
+        str(spark_home() / "bin" / "spark-submit"),
+        "--master",
+        standalone.master,
+        "--name",
+        "ripple-submitted",
+        *cluster_args(standalone)[2:],
+        str(ROOT / "ripple_cli" / "__main__.py"),
+    ]
+    env = cluster_env()
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [*submit, "stats", "-q", "-F", "json", "data"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    monkeypatch.chdir(workdir)
+    here = run_cli(["stats", "-q", "-F", "json", "data"])
+    assert json.loads(done.stdout) == json.loads(here.stdout)
+    apps = standalone.status()["completedapps"]
+    assert len(apps) == before + 1
+    assert "ripple-submitted" in [a["name"] for a in apps]
