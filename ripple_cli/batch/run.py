@@ -57,6 +57,32 @@ class BatchRun:
             self.env.stderr.write(text + "\n")
             self.env.stderr.flush()
 
+    def without_spark(self, command: str) -> bool:
+        """Whether the run is in-process: PySpark (the spark extra) is not
+        installed and no --master asks for Spark.  Says in one line which
+        extra a run needs when it cannot go without."""
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            return False
+        if self.args.master is not None or command == "stats":
+            why = f"--master {self.args.master}" if self.args.master is not None else "stats"
+            raise UsageProblem(f"{why} needs PySpark, which is not installed: pip install 'ripple-cli[spark]'")
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise UsageProblem(
+                f"{command} needs pyarrow (without PySpark, it runs in-process): pip install 'ripple-cli[arrow]'"
+            ) from None
+        return True
+
+    def plan_in_process(self) -> Plan:
+        from .local import plan_local
+
+        return plan_local(self.inputs, self.settings, self.args.split_size, self.file_schemas)
+
     @contextmanager
     def spark(self) -> Iterator[tuple[Session, ProgressWatcher]]:
         try:

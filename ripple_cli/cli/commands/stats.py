@@ -62,6 +62,7 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
     are among them.
     """
     run = BatchRun(env, batch)
+    run.without_spark("stats")  # stats runs its queries on Spark only
     if plot_dir is not None:
         from ripple_cli.batch.plots import require_matplotlib
 
