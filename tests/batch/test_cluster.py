@@ -26,6 +26,7 @@ import pytest
 from tests.batch.standalone import Standalone, cluster_env, spark_home
 from tests.batch.test_spark_export import in_process_rows, table_rows
 from tests.conftest import ROOT, run_cli
+from tests.docs import doctest_shell as ds
 
 
 def cluster_args(cluster: Standalone) -> list[str]:
@@ -117,3 +118,47 @@ def test_under_spark_submit_its_master_wins(
     apps = standalone.status()["completedapps"]
     assert len(apps) == before + 1
     assert "ripple-submitted" in [a["name"] for a in apps]
+
+
+def cluster_recipe(blocks: list[ds.Block]) -> str:
+    [block] = [b for b in blocks if b.not_run and "Spark cluster" in b.not_run]
+    [cmd] = block.commands
+    return cmd.text
+
+
+def test_the_docs_cluster_recipe_runs_as_written(standalone: Standalone, tmp_path: Path) -> None:
+    """README's cluster recipe, marked not run in the docs tests (it names a
+    cluster's hosts), run here on the test's cluster: the command as the
+    README writes it (the same as ripple-export(1)'s), with only the
+    site's values replaced: the master's URL, the executors' memory, the
+    venv's python, /shared.
+    What the test adds goes in spark-defaults.conf (SPARK_CONF_DIR), as a
+    site would set it: small memory, and this checkout on the executors'
+    path (see the module's docstring)."""
+    text = cluster_recipe(ds.readme_blocks())
+    assert text == cluster_recipe(ds.man_blocks(ds.MAN / "ripple-export.1"))
+    for name in ("spark://spark-master:7077", "spark.executor.memory=8g", "/opt/ripple/bin/python", "/shared/"):
+        assert name in text
+    shared = tmp_path / "shared"
+    shutil.copytree(ROOT / "examples", shared / "captures")
+    (shared / "tables").mkdir()  # the site's
+    text = (
+        text.replace("spark://spark-master:7077", standalone.master)
+        .replace("spark.executor.memory=8g", "spark.executor.memory=512m")  # the test's workers have 1g
+        .replace("/opt/ripple/bin/python", sys.executable)
+        .replace("/shared/", f"{shared}/")
+    )
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(f"spark.executorEnv.PYTHONPATH {ROOT}\nspark.driver.memory 512m\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ripple").write_text(f'#!/bin/sh\nexec {sys.executable} -m ripple_cli "$@"\n')
+    (bindir / "ripple").chmod(0o755)
+    env = cluster_env()
+    env.update(PATH=f"{bindir}:{env['PATH']}", PYTHONPATH=str(ROOT), SPARK_CONF_DIR=str(conf))
+    done = subprocess.run(["bash", "-c", text], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert " messages, " in done.stderr and " -> " in done.stderr, done.stderr
+    out = shared / "tables" / "2024-06-20"
+    assert table_rows(out) == in_process_rows([str(shared / "captures")], 64 << 20)
