@@ -67,15 +67,17 @@ class BatchRun:
             pass
         else:
             return False
-        if self.args.master is not None or command == "stats":
-            why = f"--master {self.args.master}" if self.args.master is not None else "stats"
-            raise UsageProblem(f"{why} needs PySpark, which is not installed: pip install 'ripple-cli[spark]'")
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
+        if self.args.master is not None:
             raise UsageProblem(
-                f"{command} needs pyarrow (without PySpark, it runs in-process): pip install 'ripple-cli[arrow]'"
-            ) from None
+                f"--master {self.args.master} needs PySpark, which is not installed: pip install 'ripple-cli[spark]'"
+            )
+        if command == "export":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise UsageProblem(
+                    "export needs pyarrow (without PySpark, it runs in-process): pip install 'ripple-cli[arrow]'"
+                ) from None
         return True
 
     def plan_in_process(self) -> Plan:
