@@ -80,11 +80,32 @@ class Session:
                     os.remove(self.log_path)
 
 
-def start_session(master: str, conf: Sequence[tuple[str, str]]) -> Session:
+DEFAULT_MASTER = "local[*]"
+
+# Given to the spark-submit that starts the JVM: read when it starts (the
+# driver's memory), or set by spark-submit itself (the application's name).
+_LAUNCH_DEFAULTS = {"spark.app.name": "ripple"}
+_LAUNCH_DEFAULTS_LOCAL = {"spark.driver.memory": "2g"}
+# Ripple's defaults, below anything the user or spark-submit set.
+_DEFAULTS = {
+    "spark.ui.showConsoleProgress": "false",  # ripple draws its own progress
+    "spark.sql.session.timeZone": "UTC",
+}
+_DEFAULTS_LOCAL = {"spark.ui.enabled": "false"}
+
+
+def start_session(master: str | None, conf: Sequence[tuple[str, str]]) -> Session:
     """A SparkSession on `master` with ripple's defaults, then the user's
-    --conf.  A session already running in this process (a test's) is used
-    as it is.  The JVM's console output goes to a log file, named when a
-    job fails: ripple prints one line per error, never a JVM stack trace."""
+    --conf.
+
+    A session already running in this process (a test's, a notebook's) is
+    used as it is.  Under spark-submit (which runs ripple's driver with its
+    own JVM), what spark-submit was given wins over ripple's defaults, and
+    so does Spark's own configuration (spark-defaults.conf, MASTER) when
+    ripple starts the JVM itself: with no --master, Spark picks the master
+    as spark-submit would, local[*] if nothing names one.  The JVM's
+    console output goes to a log file, named when a job fails: ripple
+    prints one line per error, never a JVM stack trace."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
@@ -92,40 +113,99 @@ def start_session(master: str, conf: Sequence[tuple[str, str]]) -> Session:
     active = SparkContext._active_spark_context
     if active is not None:
         return Session(SparkSession(active), owned=False, log_path=None)
-    _require_java()
     given = dict(conf)
-    if master.startswith("local") and "spark.pyspark.python" not in given:
-        # Embedded Spark runs its Python workers with this interpreter, the
-        # one that has ripple installed.  On a cluster the executors' own
-        # Python is used: see README, "Running on a cluster".
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    defaults = {
-        "spark.master": master,
-        "spark.app.name": "ripple",
-        "spark.ui.showConsoleProgress": "false",  # ripple draws its own progress
-        "spark.sql.session.timeZone": "UTC",
-    }
-    if master.startswith("local"):
-        defaults["spark.ui.enabled"] = "false"
-        defaults["spark.driver.memory"] = "2g"
-    if "spark.driver.extraJavaOptions" not in given:
+    if master is not None:
+        given["spark.master"] = master
+    _check_driver_python(given.get("spark.pyspark.driver.python"))
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this driver
+    launch: dict[str, str] = {}
+    if not under_submit:
+        _require_java()
+        launch.update(_LAUNCH_DEFAULTS)
+        if _is_local(given.get("spark.master", os.environ.get("MASTER", DEFAULT_MASTER))):
+            launch.update(_LAUNCH_DEFAULTS_LOCAL)
         log_conf = resources.files("ripple_cli.batch") / "log4j2.properties"
-        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_conf}"
-    spark_conf = SparkConf(loadDefaults=False)
-    for key, value in {**defaults, **given}.items():
-        spark_conf.set(key, value)
-    fd, log_path = tempfile.mkstemp(prefix="ripple-spark-", suffix=".log")
+        launch["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_conf}"
+    launch_conf = SparkConf(loadDefaults=False)
+    for key, value in {**launch, **given}.items():
+        launch_conf.set(key, value)
+    where = master or "Spark's default master"
+    log_path: str | None = None
     try:
-        with os.fdopen(fd, "wb") as log:
-            gateway = launch_gateway(  # type: ignore[no-untyped-call]
-                spark_conf, popen_kwargs={"stdout": log, "stderr": log}
-            )
-            sc = SparkContext(conf=spark_conf, gateway=gateway)
+        if under_submit:
+            gateway = launch_gateway()  # type: ignore[no-untyped-call]
+        else:
+            fd, log_path = tempfile.mkstemp(prefix="ripple-spark-", suffix=".log")
+            with os.fdopen(fd, "wb") as log:
+                gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                    launch_conf, popen_kwargs={"stdout": log, "stderr": log}
+                )
+        # What the JVM was started with: spark-submit's arguments, its
+        # spark-defaults.conf, and what ripple gave it.
+        spark_conf = SparkConf(_jvm=gateway.jvm)
+        for key, value in given.items():
+            spark_conf.set(key, value)
+        if not spark_conf.contains("spark.master"):
+            spark_conf.set("spark.master", DEFAULT_MASTER)
+        where = spark_conf.get("spark.master") or where
+        defaults = {**_DEFAULTS, **(_DEFAULTS_LOCAL if _is_local(where) else {})}
+        for key, value in defaults.items():
+            if not spark_conf.contains(key):
+                spark_conf.set(key, value)
+        _python_for_workers(spark_conf, local=_is_local(where))
+        sc = SparkContext(conf=spark_conf, gateway=gateway)
+    except RippleError:
+        raise
     except Exception as e:  # no Java, a bad master URL, a cluster that does not answer
-        cause = _jvm_cause(log_path) or _first_line(e)
-        raise SparkFailed(f"spark: cannot start on {master}: {cause} (the JVM's log: {log_path})") from None
+        cause = (_jvm_cause(log_path) if log_path else None) or _first_line(e)
+        named = f" (the JVM's log: {log_path})" if log_path else ""
+        raise SparkFailed(f"spark: cannot start on {where}: {cause}{named}") from None
     sc.setLogLevel("ERROR")
     return Session(SparkSession(sc), owned=True, log_path=log_path)
+
+
+def _is_local(master: str) -> bool:
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def _python_for_workers(conf: Any, local: bool) -> None:
+    """The Python that Spark's Python workers run, set before the context
+    starts.  PySpark started from a Python process (not from spark-submit)
+    takes it from PYSPARK_PYTHON only, never from spark.pyspark.python:
+    ripple sets the variable from the setting.  Embedded Spark's workers
+    run this interpreter, the one that has ripple; a cluster's run the
+    setting's (README, "On a cluster"), or Spark's default python3."""
+    python = conf.get("spark.pyspark.python")
+    driver = conf.get("spark.pyspark.driver.python")
+    if driver:
+        os.environ["PYSPARK_DRIVER_PYTHON"] = driver
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+    elif local:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def _check_driver_python(driver: str | None) -> None:
+    """spark.pyspark.driver.python names the driver's Python: the driver is
+    this process, which cannot switch interpreters, so it must be this one."""
+    if driver and not _same_interpreter(driver, sys.executable):
+        raise UsageProblem(
+            f"--conf spark.pyspark.driver.python={driver}: ripple's driver is the Python that runs "
+            f"ripple ({sys.executable}): run ripple with that interpreter"
+        )
+
+
+def _same_interpreter(a: str, b: str) -> bool:
+    """Two names of one interpreter: the same file, in the same directory
+    (a venv's python is a link to the system's, with other packages)."""
+    found = shutil.which(a)
+    if found is None:
+        return False
+    found, b = os.path.abspath(found), os.path.abspath(b)
+    try:
+        return os.path.dirname(found) == os.path.dirname(b) and os.path.samefile(found, b)
+    except OSError:
+        return False
 
 
 def _require_java() -> None:
@@ -263,7 +343,7 @@ def _rotated_frame(
     sc = spark.sparkContext
     rows = (
         sc.parallelize(parts, len(parts))
-        .flatMap(rotated_frames)
+        .flatMap(lambda part: rotated_frames(part, settings))
         .groupByKey(max(1, min(len(groups), sc.defaultParallelism)))
         .flatMap(lambda kv: rotated_rows(groups[kv[0]], kv[1], settings))
         .map(lambda row: _count(counters, row))

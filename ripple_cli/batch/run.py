@@ -4,6 +4,7 @@ imported here only when a run starts (job.py)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 class BatchArgs:
     inputs: tuple[str, ...]
     schemas: tuple[str, ...]
-    master: str
+    master: str | None  # None: the session's, spark-submit's, or Spark's default (local[*])
     conf: tuple[str, ...]
     split_size: int
     ports: tuple[int, ...]
@@ -52,6 +53,7 @@ class BatchRun:
             ports=frozenset(args.ports),
             max_flows=args.max_flows,
             community_id_seed=args.community_id_seed,
+            cwd=os.getcwd(),
         )
         self.started = time.monotonic()
 
@@ -59,6 +61,34 @@ class BatchRun:
         if not self.args.quiet:
             self.env.stderr.write(text + "\n")
             self.env.stderr.flush()
+
+    def without_spark(self, command: str) -> bool:
+        """Whether the run is in-process: PySpark (the spark extra) is not
+        installed and no --master asks for Spark.  Says in one line which
+        extra a run needs when it cannot go without."""
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            return False
+        if self.args.master is not None:
+            raise UsageProblem(
+                f"--master {self.args.master} needs PySpark, which is not installed: pip install 'ripple-cli[spark]'"
+            )
+        if command == "export":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise UsageProblem(
+                    "export needs pyarrow (without PySpark, it runs in-process): pip install 'ripple-cli[arrow]'"
+                ) from None
+        return True
+
+    def plan_in_process(self) -> Plan:
+        from .local import plan_local
+
+        return plan_local(self.inputs, self.settings, self.args.split_size, self.file_schemas)
 
     @contextmanager
     def spark(self) -> Iterator[tuple[Session, ProgressWatcher]]:

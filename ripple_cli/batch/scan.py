@@ -62,12 +62,12 @@ class ScanResult:
     connections: list[ConnSeen] = field(default_factory=list)
 
 
-def scan_raw_range(task: RawRange, max_payload: int) -> ScanResult:
+def scan_raw_range(task: RawRange, max_payload: int, file: str | None = None) -> ScanResult:
     """The Handshakes whose envelope starts in [start, end)."""
     out = ScanResult()
     if task.start >= task.end:
         return out
-    with open(task.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    with open(file or task.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         size = len(mm)
         stop = min(task.end + len(_HANDSHAKE_HEAD) - 1, size)
         p = mm.find(_HANDSHAKE_HEAD, task.start, stop)
@@ -109,7 +109,7 @@ def scan_capture(task: CaptureFile, settings: Settings) -> ScanResult:
     conns: dict[int, ConnSeen] = {}
 
     def events() -> Iterator[CaptureEvent]:
-        for ev in input_events(task.path, io.BytesIO(), settings.ports, settings.max_flows):
+        for ev in input_events(settings.file(task.path), io.BytesIO(), settings.ports, settings.max_flows, task.path):
             st = ev.stream
             if st is not None:
                 if isinstance(ev, StreamStart):
@@ -145,5 +145,5 @@ class _Handshakes(BaseSink):
 
 def scan_task(task: RawRange | CaptureFile, settings: Settings) -> ScanResult:
     if isinstance(task, RawRange):
-        return scan_raw_range(task, settings.max_payload)
+        return scan_raw_range(task, settings.max_payload, settings.file(task.path))
     return scan_capture(task, settings)

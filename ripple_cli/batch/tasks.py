@@ -21,6 +21,7 @@ capture reader and reassembler) and builds its rows with rows.RowBuilder.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -74,7 +75,15 @@ class Settings:
     max_payload: int = DEFAULT_MAX_PAYLOAD
     ports: frozenset[int] = frozenset()  # --port: Ripple connections by port; empty: by content
     max_flows: int = 10000
-    community_id_seed: int = 0  # --community-id-seed: the community_id column's
+    community_id_seed: int = 0  # --community-id-seed: the seed of the community_id column
+    # The driver's working directory: a task opens a relative input path
+    # (kept as given: it is the capture_file column) against it, not
+    # against an executor's own working directory.
+    cwd: str = ""
+
+    def file(self, path: str) -> str:
+        """Where to open the input named `path`."""
+        return os.path.join(self.cwd, path)
 
     def registry(self) -> SchemaRegistry:
         registry = SchemaRegistry()
@@ -208,7 +217,7 @@ def raw_range_rows(task: RawRange, settings: Settings) -> Iterator[Row]:
     """The rows of the messages and problems that start in [start, end)."""
     if task.start >= task.end:
         return
-    with open(task.path, "rb") as f:
+    with open(settings.file(task.path), "rb") as f:
 
         def read(offset: int, n: int) -> bytes:
             f.seek(offset)
@@ -259,7 +268,7 @@ def capture_rows(task: CaptureFile, settings: Settings) -> Iterator[Row]:
         return stream is None or conn_key(stream) not in rotated
 
     demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want)
-    events = input_events(task.path, io.BytesIO(), settings.ports, settings.max_flows)
+    events = input_events(settings.file(task.path), io.BytesIO(), settings.ports, settings.max_flows, task.path)
     return demux_rows(events, demux, RowSink(task.path))
 
 
@@ -277,10 +286,10 @@ def read_frames(path: str) -> Iterator[tuple[int, int, bytes]]:
                 yield item
 
 
-def rotated_frames(task: RotatedPart) -> Iterator[tuple[ConnKey, RankedFrame]]:
+def rotated_frames(task: RotatedPart, settings: Settings) -> Iterator[tuple[ConnKey, RankedFrame]]:
     """This file's packets of the rotated connections, keyed for the shuffle."""
     keys = task.keys
-    for i, (time_ns, lt, frame) in enumerate(read_frames(task.path)):
+    for i, (time_ns, lt, frame) in enumerate(read_frames(settings.file(task.path))):
         seg = decode_frame(lt, frame)
         if isinstance(seg, tuple):
             key = segment_key(seg[0], seg[2], seg[1], seg[3])

@@ -55,11 +55,11 @@ def batch_options(f: F) -> F:
             schemas_option,
             click.option(
                 "--master",
-                default=DEFAULT_MASTER,
-                show_default=True,
+                default=None,
                 metavar="URL",
-                help="Spark master: local[N] (embedded, nothing to start) "
-                "or a cluster URL (spark://HOST:PORT, yarn, ...).",
+                help="Spark master, as spark-submit --master takes it: local[N] (embedded, nothing to start) "
+                "or a cluster URL (spark://HOST:PORT, yarn, ...).  Default: spark-submit's when run under it, "
+                f"else {DEFAULT_MASTER}.",
             ),
             click.option(
                 "--conf",

@@ -55,9 +55,10 @@ class ChunkFile:
 
 
 def input_events(
-    path: str, stdin: BinaryIO, ports: frozenset[int] = frozenset(), max_flows: int = 10000
+    path: str, stdin: BinaryIO, ports: frozenset[int] = frozenset(), max_flows: int = 10000, name: str | None = None
 ) -> Iterator[CaptureEvent]:
-    """`ports` and `max_flows` apply to captures: see `CaptureOptions`."""
+    """`ports` and `max_flows` apply to captures: see `CaptureOptions`.
+    `name` is the input's name in notes about the file (default: `path`)."""
     chunks = read_chunks(path, stdin)
     head = b""
     while len(head) < _MAGIC_LEN:
@@ -78,4 +79,4 @@ def input_events(
     from ripple_cli.capture.reader import CaptureOptions, capture_events
 
     opts = CaptureOptions(ports=ports, max_flows=max_flows)
-    yield from capture_events(ChunkFile(head, chunks), display_name(path), opts)  # type: ignore[arg-type]
+    yield from capture_events(ChunkFile(head, chunks), display_name(name or path), opts)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from pathlib import Path
 import dpkt  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
+from tests.batch.standalone import Standalone, start_standalone
 from tests.replay.pcap import Connection, build_pcap
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -87,3 +88,14 @@ def spark() -> Iterator[object]:
     )
     yield session.spark
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    """A standalone master and two workers (separate JVMs from the PySpark
+    distribution), started once for the session and stopped at its end."""
+    cluster = start_standalone(tmp_path_factory.mktemp("standalone"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

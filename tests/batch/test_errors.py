@@ -72,3 +72,14 @@ def test_spark_that_cannot_start(tmp_path: Path) -> None:
     assert "SparkException" in Path(log).read_text()
     os.remove(log)
     assert not Path(out).exists()
+
+
+def test_driver_python_must_be_the_one_running_ripple() -> None:
+    """The driver is ripple's own process: another interpreter named for it
+    is refused before Spark starts (it would be silently ignored)."""
+    done = _ripple(["stats", "--conf", "spark.pyspark.driver.python=/bin/false", str(DEMO)], dict(os.environ))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "ripple: --conf spark.pyspark.driver.python=/bin/false: ripple's driver is the Python that runs ripple "
+        f"({sys.executable}): run ripple with that interpreter\n"
+    )

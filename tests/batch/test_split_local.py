@@ -253,3 +253,19 @@ def test_rows_column_by_column(tmp_path: Path) -> None:
         (2, "1:8/ogIhnwsrypErhsxtYYNRPX2tk="),
         (None, None),
     }
+
+
+def test_relative_inputs_open_against_the_drivers_directory(
+    mixed_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An executor's working directory is not the driver's: the tasks open
+    relative inputs against Settings.cwd, and capture_file keeps them as
+    given."""
+    monkeypatch.chdir(mixed_dir.parent)
+    inputs = discover([mixed_dir.name])
+    here = list(local_rows(inputs, Settings(cwd=str(mixed_dir.parent)), split_size=4096))
+    monkeypatch.chdir(tmp_path)  # elsewhere, as an executor
+    there = list(local_rows(inputs, Settings(cwd=str(mixed_dir.parent)), split_size=4096))
+    assert there == here
+    assert {r["capture_file"].split("/")[0] for r in there} == {mixed_dir.name}
+    assert len(here) == 1202

@@ -69,15 +69,26 @@ def export(
     if not os.path.isdir(parent):
         raise InputUnreadable(f"{out}: directory {parent} does not exist")
     run = BatchRun(env, batch)
-    with run.spark() as (session, watcher):
-        from ripple_cli.batch import job
+    partition = None if partition_by == "none" else partition_by
+    # Absolute, as the inputs: the executors do not share the driver's working directory.
+    where = os.path.abspath(out)
+    if run.without_spark("export"):
+        from ripple_cli.batch.local import write_local
 
-        plan = run.plan(session, watcher)
-        frame, counters = run.frame(session, plan)
-        job.write_rows(frame, out, fmt, None if partition_by == "none" else partition_by, overwrite)
+        plan = run.plan_in_process()
+        rows, problems = write_local(plan, where, fmt, partition, overwrite)
+        messages, how = rows - problems, "; in-process, without Spark"
+    else:
+        with run.spark() as (session, watcher):
+            from ripple_cli.batch import job
+
+            plan = run.plan(session, watcher)
+            frame, counters = run.frame(session, plan)
+            job.write_rows(frame, where, fmt, partition, overwrite)
+        messages, problems, how = counters.messages, counters.problems.value, ""
     part = "" if partition_by == "none" else f", partitioned by {partition_by}"
     run.note(
-        f"export: {run.describe_inputs(plan)}; {counters.messages:,} messages, "
-        f"{counters.problems.value:,} problems -> {out} ({fmt}{part}) in {run.elapsed():.1f} s"
+        f"export: {run.describe_inputs(plan)}; {messages:,} messages, "
+        f"{problems:,} problems -> {out} ({fmt}{part}{how}) in {run.elapsed():.1f} s"
     )
     return 0

@@ -66,12 +66,21 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
         from ripple_cli.batch.plots import require_matplotlib
 
         require_matplotlib()  # fail before the job if matplotlib is missing
-    with run.spark() as (session, watcher):
-        from ripple_cli.batch import job
+    how = ""
+    if run.without_spark("stats"):
+        from ripple_cli.batch.local import plan_rows
+        from ripple_cli.batch.sqlite import run_stats_local
 
-        plan = run.plan(session, watcher)
-        frame, _counters = run.frame(session, plan)
-        report, timelines = job.run_stats(session.spark, frame, figures, plots=plot_dir is not None)
+        plan = run.plan_in_process()
+        report, timelines = run_stats_local(plan_rows(plan), figures, plots=plot_dir is not None)
+        how = " in-process, without Spark;"
+    else:
+        with run.spark() as (session, watcher):
+            from ripple_cli.batch import job
+
+            plan = run.plan(session, watcher)
+            frame, _counters = run.frame(session, plan)
+            report, timelines = job.run_stats(session.spark, frame, figures, plots=plot_dir is not None)
     if fmt == "json":
         from ripple_cli.render.json import dumps
 
@@ -91,5 +100,5 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
         assert timelines is not None
         for path in write_plots(plot_dir, report, timelines):
             run.note(f"stats: wrote {path}")
-    run.note(f"stats: {run.describe_inputs(plan)}; in {run.elapsed():.1f} s")
+    run.note(f"stats: {run.describe_inputs(plan)};{how} in {run.elapsed():.1f} s")
     return 0
