@@ -253,7 +253,9 @@ def test_tap_between_the_real_client_and_the_server(tmp_path: Path) -> None:
     server = RcpServer(hello_as_frame=True)
     try:
         args = ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{server.port}", "-F", "jsonl"]
-        with run_tap(args, tmp_path) as tap:
+        # --nice 0: this test is about what the tap shows, not about yielding the
+        # CPU; at nice 19 busy processes beside it starve its decoding.
+        with run_tap([*args, "--nice", "0"], tmp_path) as tap:
             results = asyncio.run(binary_session(tap.port))
             asyncio.run(jsonl_session(tap.port, hello_as_frame=True))
             wait_for(lambda: len(tap.stdout().splitlines()) >= 38, timeout=30, what="the tap's 38 messages")

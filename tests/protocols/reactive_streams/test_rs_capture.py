@@ -240,7 +240,9 @@ def test_tap_between_two_peers(tmp_path: Path) -> None:
     # each direction's messages as it goes.
     with listener() as srv:
         args = ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{srv.getsockname()[1]}", "-F", "jsonl"]
-        with run_tap(args, tmp_path) as tap:
+        # --nice 0: this test is about what the tap shows, not about yielding the
+        # CPU; at nice 19 busy processes beside it starve its decoding.
+        with run_tap([*args, "--nice", "0"], tmp_path) as tap:
             play(srv, STEPS, via=("127.0.0.1", tap.port))
             wait_for(lambda: len(tap.stdout().splitlines()) >= 18, timeout=30, what="the tap's 18 messages")
             assert tap.interrupt() == 130
