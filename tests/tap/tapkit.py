@@ -214,10 +214,16 @@ def run_tap(
     stdout: int | None = None,
     ready: str = "ripple: tap: ",
     env: dict[str, str] | None = None,
+    nice: str | None = "0",
 ) -> Iterator[TapRun]:
     """`ripple tap ARGS` as a process; stdout to a file (or the given
     descriptor/PIPE), stderr collected.  Waits for its status line; the port
-    is the one it listens on (proxy mode)."""
+    is the one it listens on (proxy mode).  `nice`: the --nice given when
+    ARGS give none; 0, because what most tests check is what the tap shows,
+    and at its default of 19 two busy processes beside it starve its
+    decoding past any wait (None: the tap's own default)."""
+    if nice is not None and "--nice" not in args:
+        args = [*args, "--nice", nice]
     out_path = tmp / f"tap-{time.monotonic_ns()}.out"
     out_file = open(out_path, "wb") if stdout is None else None  # noqa: SIM115 - closed below
     proc = subprocess.Popen(

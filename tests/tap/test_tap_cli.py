@@ -203,7 +203,8 @@ def test_nice_lowers_the_tap_threads_and_never_the_relay(args: list[str], expect
     """The reader, decoder and printer threads run at --nice; the main
     thread (Ctrl-C) and the relay process (forwarding) keep the tap's own."""
     up = EchoServer(seed=13)
-    with run_tap(["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", *args], tmp_path) as tap:
+    tap_args = ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", *args]
+    with run_tap(tap_args, tmp_path, nice=None) as tap:  # args0: the tap's own default
         pid = tap.proc.pid
         exchange(tap.port, DEMO, random.Random(3))  # the threads are all running by now
         tasks = sorted(int(t.name) for t in Path(f"/proc/{pid}/task").iterdir())

@@ -49,18 +49,24 @@ def test_live_view_shows_each_direction_and_a_final_summary_after_ctrl_c(tmp_pat
     mid_run: list[str] = []
 
     def drive() -> None:
-        wait_for(lambda: "listening on" in err.getvalue(), what="the tap to listen")
-        port = int(re.findall(r"listening on 127\.0\.0\.1:(\d+)", err.getvalue())[0])
-        exchange(port, DEMO, random.Random(1))
-        exchange(port, random.Random(2).randbytes(5000), random.Random(2))
-        # The view redraws as it goes: wait for the last connection's
-        # problems (the tap's threads yield the CPU, so no fixed delay).
-        wait_for(lambda: "bad_magic" in out.getvalue().decode(), timeout=60, what="the view to show the problems")
-        mid_run.append(out.getvalue().decode())
-        if running.is_set():  # never interrupt pytest itself, should the tap have ended early
-            os.kill(os.getpid(), signal.SIGINT)
+        try:
+            wait_for(lambda: "listening on" in err.getvalue(), what="the tap to listen")
+            port = int(re.findall(r"listening on 127\.0\.0\.1:(\d+)", err.getvalue())[0])
+            exchange(port, DEMO, random.Random(1))
+            exchange(port, random.Random(2).randbytes(5000), random.Random(2))
+            # The view redraws as it goes: wait for the last connection's
+            # problems (the tap's threads yield the CPU, so no fixed delay).
+            wait_for(lambda: "bad_magic" in out.getvalue().decode(), timeout=60, what="the view to show the problems")
+            mid_run.append(out.getvalue().decode())
+        finally:
+            # Stop the tap whatever happened here: a failed wait must fail
+            # the test, not leave the tap running forever.
+            if running.is_set():  # never interrupt pytest itself, should the tap have ended early
+                os.kill(os.getpid(), signal.SIGINT)
 
-    args = ["tap", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}"]
+    # --nice 0: this test is about what the view shows, not about yielding
+    # the CPU; at nice 19 busy processes beside it starve its decoding.
+    args = ["tap", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", "--nice", "0"]
     args += ["--schemas", str(ROOT / "examples" / "schemas"), "--schemas", str(ROOT / "examples" / "more-schemas")]
     running.set()
     try:
