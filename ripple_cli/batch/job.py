@@ -31,7 +31,7 @@ from .inputs import InputFile
 from .plan import Plan, decode_plan, scan_tasks
 from .rows import COLUMNS, PROBLEM, Row
 from .scan import ScanResult, scan_task
-from .stats import STATS_COLUMNS, Record, StatsOptions, Timelines, assemble, bucket_ns, queries, timeline_queries
+from .stats import STATS_COLUMNS, Record, StatsOptions, Timelines, report_and_timelines
 from .tasks import RotatedPart, Settings, Task, rotated_frames, rotated_rows, task_rows
 
 if TYPE_CHECKING:
@@ -437,14 +437,7 @@ def run_stats(
         def run(qs: dict[str, str]) -> dict[str, list[Record]]:
             return {name: [r.asDict(recursive=True) for r in spark.sql(q).collect()] for name, q in qs.items()}
 
-        report = assemble(run(queries(opts)), opts)
-        timelines: Timelines | None = None
-        if plots:
-            ov = report["overview"]
-            bucket = bucket_ns(ov["first_ns"], ov["last_ns"])
-            found = run(timeline_queries(bucket))
-            timelines = Timelines(bucket, found["rate"], found["lag_timeline"])
-        return report, timelines
+        return report_and_timelines(run, opts, plots)
     finally:
         lean.unpersist()
         spark.catalog.dropTempView("rows")

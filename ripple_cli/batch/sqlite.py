@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .rows import COLUMN_NAMES, Row
-from .stats import STATS_COLUMNS, Record, StatsOptions, Timelines, assemble, bucket_ns, queries, timeline_queries
+from .stats import STATS_COLUMNS, Record, StatsOptions, Timelines, report_and_timelines
 
 
 class _CountIf:
@@ -95,13 +95,6 @@ def run_stats_local(rows: Iterable[Row], opts: StatsOptions, plots: bool) -> tup
                 out[name] = records
             return out
 
-        report = assemble(run(queries(opts)), opts)
-        timelines: Timelines | None = None
-        if plots:
-            ov = report["overview"]
-            bucket = bucket_ns(ov["first_ns"], ov["last_ns"])
-            found = run(timeline_queries(bucket))
-            timelines = Timelines(bucket, found["rate"], found["lag_timeline"])
-        return report, timelines
+        return report_and_timelines(run, opts, plots)
     finally:
         con.close()

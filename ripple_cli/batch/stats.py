@@ -25,6 +25,7 @@ place; job.py runs them.  Definitions (also in ripple-stats(1)):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -238,3 +239,17 @@ def assemble(results: dict[str, list[Record]], opts: StatsOptions) -> Record:
         "silences": results["silences"],
         "top_keys": results["top_keys"],
     }
+
+
+def report_and_timelines(
+    run: Callable[[dict[str, str]], dict[str, list[Record]]], opts: StatsOptions, plots: bool
+) -> tuple[Record, Timelines | None]:
+    """The report from `run` (which executes named SQL queries on a `rows`
+    table: Spark's or SQLite's), and the timelines for --plot."""
+    report = assemble(run(queries(opts)), opts)
+    if not plots:
+        return report, None
+    ov = report["overview"]
+    bucket = bucket_ns(ov["first_ns"], ov["last_ns"])
+    found = run(timeline_queries(bucket))
+    return report, Timelines(bucket, found["rate"], found["lag_timeline"])
