@@ -58,14 +58,22 @@ class _Datagram:
         self.frames = [frame, frame]  # the first and last frame numbers, for notes
 
     def conflicts(self, a: int, data: bytes) -> bool:
-        """Whether `data` at `a` differs from bytes already received there."""
-        b = a + len(data)
-        have = self.mask.count(1, a, b)
-        if have == 0:
-            return False
-        if have == b - a:
-            return self.buf[a:b] != data
-        return any(self.mask[i] and self.buf[i] != data[i - a] for i in range(a, b))
+        """Whether `data` at `a` differs from bytes already received there:
+        compared run by run of received bytes, each run in one slice."""
+        mask = self.mask
+        b = min(a + len(data), len(mask))
+        i = a
+        while i < b:
+            start = mask.find(1, i, b)
+            if start < 0:
+                return False
+            end = mask.find(0, start, b)
+            if end < 0:
+                end = b
+            if self.buf[start:end] != data[start - a : end - a]:
+                return True
+            i = end
+        return False
 
     def write(self, a: int, data: bytes) -> int:
         """Stores `data` at `a`; the buffer growth, in bytes."""
