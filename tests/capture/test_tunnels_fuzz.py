@@ -47,6 +47,12 @@ def ether(etype: int, body: bytes, tags: list[int]) -> bytes:
     return head + struct.pack("!H", etype) + body
 
 
+# Deterministic, no shrinking (a failing example is printed as found: the
+# frames are large, and shrinking them took minutes).
+FUZZ = settings(
+    phases=[Phase.generate], deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
+
 TCP = struct.pack("!HHIIBBHHH", 40000, 9000, 1, 0, 5 << 4, 0x18, 1000, 0, 0)
 
 
@@ -138,14 +144,7 @@ def frames(draw: st.DrawFn) -> list[bytes]:
     return out
 
 
-@settings(
-    phases=[Phase.generate],
-    max_examples=300,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+@settings(FUZZ, max_examples=300)
 @given(frames())
 def test_random_tunnels_and_fragments_give_documented_events(fs: list[bytes]) -> None:
     events = list(frame_events(((k, 1, f) for k, f in enumerate(fs)), "fuzz", CaptureOptions()))
@@ -199,14 +198,7 @@ def test_hostile_capture_under_a_memory_limit(tmp_path: Path) -> None:
     assert all(line.startswith("ripple: ") for line in res.stderr.splitlines())
 
 
-@settings(
-    phases=[Phase.generate],
-    max_examples=5,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+@settings(FUZZ, max_examples=5)
 @given(st.lists(frames(), min_size=20, max_size=40))
 def test_random_captures_under_a_memory_limit(tmp_path_factory: object, batches: list[list[bytes]]) -> None:
     recs = [(k, f) for k, f in enumerate(f for fs in batches for f in fs)]
