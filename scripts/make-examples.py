@@ -33,6 +33,10 @@ bytes (tests/docs/test_examples_recipe.py checks the committed files):
   frame builders, CRC32C in every frame): HELLO, PUT_MACHINE,
   CREATE_INSTANCE, WATCH_ALL, an APPLY_EVENT and the event it sends, an
   APPLY_EVENT refused with INVALID_TRANSITION, BYE;
+- mirror.pcap: capture.pcap as a traffic mirror sends it (AWS VPC Traffic
+  Mirroring: each frame inside VXLAN, UDP port 4789, from 172.31.0.5 to the
+  mirror target 172.31.0.9), the outer IPv4 datagrams over 300 bytes cut in
+  two fragments, the last one first;
 - streams.pcap: Reactive Streams on port 7373
   (tests/protocols/reactive_streams/rs_bytes.py): a client subscribing to
   two publishers of the server (subscribers 1 and 2), their elements,
@@ -125,6 +129,28 @@ def drop_record(pcap: bytes, index: int) -> bytes:
         if n != index:
             out += pcap[pos:end]
         pos, n = end, n + 1
+    return bytes(out)
+
+
+def vxlan_mirror(pcap: bytes) -> bytes:
+    """Each frame of an Ethernet pcap inside VXLAN over IPv4, as a mirror
+    sends it; outer datagrams over 300 bytes as two fragments, last first."""
+    out, pos, ident = bytearray(pcap[:24]), 24, 0
+    macs = bytes.fromhex("0200000000090200000000050800")
+    while pos < len(pcap):
+        sec, usec, incl = struct.unpack_from("<III", pcap, pos)
+        frame = pcap[pos + 16 : pos + 16 + incl]
+        pos += 16 + incl
+        ident += 1
+        vxlan = bytes([8, 0, 0, 0, 0, 0, 7, 0]) + frame  # VNI 7
+        udp = struct.pack("!HHHH", 49152 + ident, 4789, 8 + len(vxlan), 0) + vxlan
+        cut = len(udp) // 16 * 8 if len(udp) > 280 else len(udp)
+        pieces = [(cut // 8, udp[cut:]), (0x2000, udp[:cut])] if cut < len(udp) else [(0, udp)]
+        for frag, body in pieces:
+            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), ident, frag, 64, 17, 0,
+                             bytes([172, 31, 0, 5]), bytes([172, 31, 0, 9]))  # fmt: skip
+            rec = macs + ip + body
+            out += struct.pack("<IIII", sec, usec, len(rec), len(rec)) + rec
     return bytes(out)
 
 
@@ -319,6 +345,9 @@ def make(out: Path) -> dict[str, bytes]:
     # Packets: SYN, SYN-ACK, ACK, then data: 0-200, the answer, 200-400, 400-465.
     lj2, lj2_ack = lumberjack_v2()
     lj1, lj1_ack = lumberjack_v1()
+    capture = build_pcap(
+        [Connection(session, session_ok, 50412, 9000), Connection(HTTP_GET, HTTP_OK, 50414, 80)], gap_s=0.0001
+    )
     files = {
         "damaged.ripple": damaged,
         "session.ripple": session,
@@ -331,9 +360,8 @@ def make(out: Path) -> dict[str, bytes]:
             gap_s=0.0001,
             t0=1718900000.0,
         ),
-        "capture.pcap": build_pcap(
-            [Connection(session, session_ok, 50412, 9000), Connection(HTTP_GET, HTTP_OK, 50414, 80)], gap_s=0.0001
-        ),
+        "capture.pcap": capture,
+        "mirror.pcap": vxlan_mirror(capture),
         "lossy.pcap": drop_record(lossy_full, 5),
         "beats.pcap": build_pcap(
             [Connection(lj2, lj2_ack, 51200, 5044), Connection(lj1, lj1_ack, 51202, 5044)], gap_s=0.0001

@@ -109,9 +109,11 @@ class CaptureNote:
 
     The kinds the capture readers give: `bad_capture` (error: the file is
     damaged, reading stops), `unsupported_linktype` (error), `capture_truncated`
-    (the file ends inside a record), `ip_fragment` (a non-first fragment,
-    ignored), `conflicting_overlap` (error: a retransmission with different
-    bytes), `evicted` (too many connections open), `port_reused` (a new SYN
+    (the file ends inside a record), `ip_fragment` (an IP datagram whose
+    fragments did not all arrive), `fragment_overlap` and `bad_fragment`
+    (errors: fragments that conflict; capture/fragments.py),
+    `conflicting_overlap` (error: a retransmission with different bytes),
+    `evicted` (too many connections open), `port_reused` (a new SYN
     on a connection whose end was not seen)."""
 
     stream: StreamId | None

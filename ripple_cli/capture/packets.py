@@ -5,8 +5,11 @@ indexing instead of building dpkt objects (dpkt parses every layer into an
 object: several times slower for the two fields per layer needed here).
 
 A decoder returns a `Segment`, None for anything that is not a TCP segment
-(ARP, UDP, a malformed header), or a string: why a TCP packet was skipped,
-worth a note (a non-first IP fragment, whose TCP header is elsewhere).
+(ARP, UDP, a malformed header), or a `Fragment` of an IP datagram, for the
+reader's `capture.fragments.Defragmenter` to rebuild and decode again.
+Tunnels (VXLAN, Geneve, GRE, ERSPAN: `capture.tunnels`) are decoded through:
+the segment is the inner packet's, so the mirrored connection is the one
+seen.  Only non-TCP packets pay for that.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ import socket
 import struct
 from collections.abc import Callable
 
+from ripple_cli.capture import tunnels
+from ripple_cli.capture.fragments import Fragment
+
 # (src address, dst address, src port, dst port, seq, ack, TCP flags, payload).
 # Addresses stay packed (4 bytes IPv4, 16 bytes IPv6): text is only needed
 # once per connection (`address_text`), not per packet.
 Segment = tuple[bytes, bytes, int, int, int, int, int, bytes]
-PacketDecode = Segment | str | None
+PacketDecode = Segment | Fragment | None
 Decoder = Callable[[bytes], PacketDecode]
 
 FIN = 0x01
@@ -43,6 +49,10 @@ _VLAN_TAGS = frozenset({0x8100, 0x88A8, 0x9100})  # 802.1Q, 802.1ad (QinQ), the 
 _AF_INET = 2
 _AF_INET6 = frozenset({24, 28, 30})  # NetBSD/OpenBSD, FreeBSD, macOS
 _IPPROTO_TCP = 6
+_IPPROTO_UDP = 17
+_IPPROTO_GRE = 47
+_CARRIERS = frozenset({_IPPROTO_UDP, _IPPROTO_GRE})  # what may carry a tunnel
+_MAX_NESTING = 8  # tunnels in tunnels: deeper is ignored (and the recursion bounded)
 _IPV6_SKIPPED = frozenset({0, 43, 60})  # hop-by-hop, routing, destination options: (len + 1) * 8 bytes
 _IPV6_FRAGMENT = 44
 _IPV6_AH = 51  # authentication header: (len + 2) * 4 bytes
@@ -65,13 +75,13 @@ def _tcp(frame: bytes, off: int, end: int, src: bytes, dst: bytes) -> PacketDeco
     return (src, dst, sport, dport, seq, ack, flags, frame[off + doff : end])
 
 
-def ipv4(frame: bytes, off: int) -> PacketDecode:
+def ipv4(frame: bytes, off: int, depth: int = 0) -> PacketDecode:
     n = len(frame)
     if n - off < 20:
         return None
     vihl, total, frag, proto, src, dst = _IPV4.unpack_from(frame, off)
     ihl = (vihl & 0x0F) * 4
-    if vihl >> 4 != 4 or ihl < 20 or proto != _IPPROTO_TCP:
+    if vihl >> 4 != 4 or ihl < 20 or (proto != _IPPROTO_TCP and proto not in _CARRIERS):
         return None
     if total == 0:
         end = n  # a segmentation-offload frame captured before the NIC split it
@@ -82,16 +92,17 @@ def ipv4(frame: bytes, off: int) -> PacketDecode:
         if end > n:
             end = n  # cut by the snap length
     # (else Ethernet padding after the IP packet is ignored)
-    if frag & 0x1FFF:
-        ident = (frame[off + 4] << 8) | frame[off + 5]
-        return (
-            f"non-first IPv4 fragment ignored ({address_text(src)} -> {address_text(dst)}, "
-            f"id {ident}, offset {(frag & 0x1FFF) * 8}): its bytes are missing from the stream"
-        )
-    return _tcp(frame, off + ihl, end, src, dst)
+    if frag & 0x3FFF:  # more fragments, or an offset
+        offset = (frag & 0x1FFF) * 8
+        key = (src, dst, proto, (frame[off + 4] << 8) | frame[off + 5])
+        head = None if offset else frame[off : off + ihl]
+        return Fragment(key, offset, bool(frag & 0x2000), head, frame[off + ihl : end])
+    if proto == _IPPROTO_TCP:
+        return _tcp(frame, off + ihl, end, src, dst)
+    return _carried(proto, frame, off + ihl, end, depth)
 
 
-def ipv6(frame: bytes, off: int) -> PacketDecode:
+def ipv6(frame: bytes, off: int, depth: int = 0) -> PacketDecode:
     n = len(frame)
     if n - off < 40 or frame[off] >> 4 != 6:
         return None
@@ -107,17 +118,35 @@ def ipv6(frame: bytes, off: int) -> PacketDecode:
         if nh in _IPV6_SKIPPED:
             nh, p = frame[p], p + (frame[p + 1] + 1) * 8
         elif nh == _IPV6_FRAGMENT:
-            if ((frame[p + 2] << 8) | frame[p + 3]) & 0xFFF8:
-                return (
-                    f"non-first IPv6 fragment ignored ({address_text(src)} -> {address_text(dst)}): "
-                    "its bytes are missing from the stream"
-                )
+            field = (frame[p + 2] << 8) | frame[p + 3]
+            if field & 0xFFF9:  # an offset or more fragments (else an atomic fragment, RFC 6946)
+                offset = field & 0xFFF8
+                key = (src, dst, 0, int.from_bytes(frame[p + 4 : p + 8], "big"))
+                head = None if offset else frame[off : off + 6] + frame[p : p + 1] + frame[off + 7 : off + 40]
+                return Fragment(key, offset, bool(field & 1), head, frame[p + 8 : end])
             nh, p = frame[p], p + 8
         elif nh == _IPV6_AH:
             nh, p = frame[p], p + (frame[p + 1] + 2) * 4
+        elif nh in _CARRIERS:
+            return _carried(nh, frame, p, end, depth)
         else:
             return None
     return _tcp(frame, p, end, src, dst)
+
+
+def _carried(proto: int, frame: bytes, off: int, end: int, depth: int) -> PacketDecode:
+    """The TCP segment inside a tunnel (a UDP or GRE packet at `off`)."""
+    inner = tunnels.udp(frame, off, end) if proto == _IPPROTO_UDP else tunnels.gre(frame, off, end)
+    if inner is None or depth >= _MAX_NESTING:
+        return None
+    kind, p = inner
+    if kind == tunnels.ETHERNET:
+        if end - p < 14:
+            return None
+        return _by_ethertype(frame, p + 14, (frame[p + 12] << 8) | frame[p + 13], depth + 1)
+    if kind == tunnels.IPV4:
+        return ipv4(frame, p, depth + 1)
+    return ipv6(frame, p, depth + 1)
 
 
 def _ip_by_version(frame: bytes, off: int) -> PacketDecode:
@@ -131,16 +160,16 @@ def _ip_by_version(frame: bytes, off: int) -> PacketDecode:
     return None
 
 
-def _by_ethertype(frame: bytes, off: int, etype: int) -> PacketDecode:
+def _by_ethertype(frame: bytes, off: int, etype: int, depth: int = 0) -> PacketDecode:
     while etype in _VLAN_TAGS:
         if len(frame) < off + 4:
             return None
         etype = (frame[off + 2] << 8) | frame[off + 3]
         off += 4
     if etype == _ETH_IPV4:
-        return ipv4(frame, off)
+        return ipv4(frame, off, depth)
     if etype == _ETH_IPV6:
-        return ipv6(frame, off)
+        return ipv6(frame, off, depth)
     return None
 
 
@@ -210,8 +239,8 @@ LINKTYPE_NAMES = {
 
 
 def decode_frame(linktype: int, frame: bytes) -> PacketDecode:
-    """The TCP segment in `frame`; None if it holds none; a string when a TCP
-    packet had to be skipped (see the module's docstring).  An unsupported
+    """The TCP segment in `frame`; None if it holds none; a `Fragment` of
+    an IP datagram (see the module's docstring).  An unsupported
     link type gives None: see `DECODERS` for the supported ones."""
     decoder = DECODERS.get(linktype)
     return decoder(frame) if decoder is not None else None

@@ -9,7 +9,8 @@ from typing import BinaryIO
 
 from ripple_cli.capture.events import CaptureEvent, CaptureNote
 from ripple_cli.capture.formats import MAGIC_SIZE, sniff_format
-from ripple_cli.capture.packets import DECODERS, LINKTYPE_NAMES, Decoder
+from ripple_cli.capture.fragments import Defragmenter, Fragment
+from ripple_cli.capture.packets import DECODERS, LINKTYPE_NAMES, Decoder, PacketDecode, raw_ip
 from ripple_cli.capture.pcapfile import LinkFrame, read_pcap, read_pcapng
 from ripple_cli.capture.reassembly import Reassembler
 
@@ -54,6 +55,9 @@ def frame_events(
     `one_linktype`: all frames share a link type (a pcap), so an
     unsupported one ends the reading."""
     reasm = Reassembler(options.max_flows, options.window, options.history, options.ports)
+    defrag = Defragmenter()
+    number = 0  # frame numbers from 1, as Wireshark shows them: notes about fragments name them
+    time_ns = 0
     feed = reasm.feed
     ports = options.ports
     decoders: dict[int, Decoder | None] = {}
@@ -64,6 +68,7 @@ def frame_events(
             yield item
             continue
         time_ns, lt, frame = item
+        number += 1
         if lt != last_lt:
             if lt not in decoders:
                 decoders[lt] = DECODERS.get(lt)
@@ -80,15 +85,18 @@ def frame_events(
             last_lt, decode = lt, decoders[lt]
         if decode is None:
             continue
-        seg = decode(frame)
-        if seg is None:
-            continue
-        if isinstance(seg, str):
-            yield CaptureNote(None, time_ns, "ip_fragment", seg)
-            continue
+        seg: PacketDecode = decode(frame)
+        if seg.__class__ is not tuple:  # (the plain TCP path pays this one test)
+            while isinstance(seg, Fragment):
+                whole, notes = defrag.add(seg, time_ns, number)
+                yield from notes
+                seg = raw_ip(whole) if whole is not None else None
+            if seg is None:
+                continue
         if ports and seg[2] not in ports and seg[3] not in ports:
             continue
         events = feed(time_ns, seg)
         if events:
             yield from events
+    yield from defrag.finish(time_ns)
     yield from reasm.finish()

@@ -12,6 +12,7 @@ from livecap import assert_exchanges, read_capture
 from mutate import pcap_bytes
 
 from ripple_cli.capture.formats import sniff_format
+from ripple_cli.capture.fragments import Defragmenter, Fragment
 from ripple_cli.capture.packets import decode_frame
 from ripple_cli.capture.pcapfile import read_pcap
 from ripple_cli.capture.reader import CaptureOptions, capture_events
@@ -111,10 +112,11 @@ def _fragments(ip4: bytes, cut: int) -> tuple[bytes, bytes]:
     return bytes(first), bytes(second)
 
 
-def test_ipv4_fragments(tmp_path: Path, lo_capture: Capture) -> None:
-    """A segment sent as two IP fragments: the first (with the TCP header) is
-    used; the second is ignored with a note, its bytes a gap of exactly its
-    size."""
+@pytest.mark.parametrize("order", ["in order", "last first", "first lost"])
+def test_ipv4_fragments(tmp_path: Path, lo_capture: Capture, order: str) -> None:
+    """A segment sent as two IP fragments is reassembled, in either order;
+    without its first fragment, the datagram is noted as incomplete (naming
+    its frame) and its TCP bytes are a gap of exactly the segment's size."""
     packets = _ip_packets(lo_capture.path)
     ex = max(lo_capture.exchanges, key=lambda e: len(e.sent))
     big = [
@@ -126,29 +128,44 @@ def test_ipv4_fragments(tmp_path: Path, lo_capture: Capture) -> None:
     t, ip = packets[k]
     first, second = _fragments(ip, 104)  # 32 bytes of TCP header (with timestamps), 72 of data
     assert (ip[32] >> 4) * 4 == 32
+    frags = {"in order": [first, second], "last first": [second, first], "first lost": [second]}[order]
     records = [(tt, MACS + b"\x08\x00" + p) for tt, p in packets[:k]]
-    records += [(t, MACS + b"\x08\x00" + first), (t, MACS + b"\x08\x00" + second)]
+    records += [(t, MACS + b"\x08\x00" + f) for f in frags]
     records += [(tt, MACS + b"\x08\x00" + p) for tt, p in packets[k + 1 :]]
     path = tmp_path / "frag.pcap"
     path.write_bytes(pcap_bytes(records))
     res = read_capture(path)
     conn = res.by_client_port(ex.client_port)
-    assert [n.kind for n in res.notes] == ["ip_fragment"]
-    assert not res.notes[0].error and "offset 104" in res.notes[0].detail
+    if order != "first lost":
+        assert res.notes == []
+        assert bytes(conn.c2s.data) == ex.sent
+        return
+    assert [(n.kind, n.error) for n in res.notes] == [("ip_fragment", False)]
+    assert f"id {struct.unpack('!H', ip[4:6])[0]} (frames {k + 1}-{k + 1}) incomplete at the end of the capture: " in (
+        res.notes[0].detail
+    )
     gaps = [p for p in conn.c2s.pieces if isinstance(p, int)]
-    assert gaps == [len(second) - 20]
-    assert bytes(conn.c2s.data) == ex.sent.replace(second[20:], b"", 1)
+    assert gaps == [len(ip) - 52]
+    assert bytes(conn.c2s.data) == ex.sent.replace(ip[52:], b"", 1)
 
 
-def test_ipv6_non_first_fragment_is_noted() -> None:
-    tcp = struct.pack("!HHIIBBHHH", 40000, 9000, 1, 0, 5 << 4, 0x18, 1000, 0, 0) + b"payload"
-    frag = bytes([6, 0]) + struct.pack("!HI", 8 << 3, 7)
-    ip6 = struct.pack("!IHBB", 6 << 28, len(frag) + len(tcp), 44, 64) + b"\x00" * 15 + b"\x01" + b"\x00" * 15 + b"\x01"
-    got = decode_frame(101, ip6 + frag + tcp)
-    assert isinstance(got, str) and "non-first IPv6 fragment" in got
+def test_ipv6_fragments_are_reassembled() -> None:
+    tcp = struct.pack("!HHIIBBHHH", 40000, 9000, 1, 0, 5 << 4, 0x18, 1000, 0, 0) + b"payload!" * 3
+    ip6 = struct.pack("!IHBB", 6 << 28, 8 + 16, 44, 64) + b"\x00" * 15 + b"\x01" + b"\x00" * 15 + b"\x01"
     first = bytes([6, 0]) + struct.pack("!HI", 1, 7)  # offset 0, more fragments
-    seg = decode_frame(101, ip6[:6] + b"\x2c" + ip6[7:] + first + tcp)
-    assert isinstance(seg, tuple) and seg[7] == b"payload" and seg[2:4] == (40000, 9000)
+    last = bytes([6, 0]) + struct.pack("!HI", 16, 7)  # offset 16, the last
+    tail = ip6[:4] + struct.pack("!H", 8 + len(tcp) - 16) + ip6[6:] + last + tcp[16:]
+    got = [decode_frame(101, ip6 + first + tcp[:16]), decode_frame(101, tail)]
+    assert all(isinstance(g, Fragment) for g in got)
+    defrag = Defragmenter()
+    assert defrag.add(got[1], 0, 1) == (None, [])  # type: ignore[arg-type]
+    whole, notes = defrag.add(got[0], 0, 2)  # type: ignore[arg-type]
+    assert notes == [] and whole is not None
+    seg = decode_frame(101, whole)
+    assert isinstance(seg, tuple) and seg[7] == b"payload!" * 3 and seg[2:4] == (40000, 9000)
+    atomic = bytes([6, 0]) + struct.pack("!HI", 0, 7)  # offset 0, no more: an atomic fragment (RFC 6946)
+    seg = decode_frame(101, ip6[:4] + struct.pack("!H", 8 + len(tcp)) + ip6[6:] + atomic + tcp)
+    assert isinstance(seg, tuple) and seg[7] == b"payload!" * 3
 
 
 def test_not_tcp() -> None:
