@@ -31,7 +31,7 @@ field("time_ns", ProtoField.int64("ripple.time_ns", "Event time (ns since the ep
 field("schema", ProtoField.string("ripple.schema", "Schema fingerprint"))
 field("length", ProtoField.int32("ripple.length", "Payload length"))
 field("size", ProtoField.uint32("ripple.size", "Envelope size"))
-field("payload", ProtoField.bytes("ripple.payload", "Payload"))
+field("msg", ProtoField.none("ripple.msg", "Message"))
 field("crc", ProtoField.uint32("ripple.crc", "CRC-32C", base.HEX))
 field("crc_status", ProtoField.uint8("ripple.crc.status", "CRC status", base.DEC,
     { [0] = "Bad", [1] = "Good", [2] = "Unverified" }))
@@ -49,6 +49,8 @@ field("worker", ProtoField.string("ripple.worker", "Worker"))
 field("protocol_version", ProtoField.int64("ripple.protocol_version", "Protocol version"))
 field("hs_output", ProtoField.string("ripple.handshake.output", "Output"))
 field("hs_schema", ProtoField.string("ripple.handshake.schema", "Schema"))
+field("hs_schema_name", ProtoField.string("ripple.handshake.schema.name", "Name"))
+field("hs_schema_version", ProtoField.int64("ripple.handshake.schema.version", "Version"))
 field("hs_type", ProtoField.string("ripple.handshake.type", "Type"))
 field("checkpoint_id", ProtoField.int64("ripple.checkpoint_id", "Checkpoint id"))
 field("requested_at_ns", ProtoField.int64("ripple.requested_at_ns", "Requested at (ns)"))
@@ -73,8 +75,8 @@ local E = {
 
 -- ---------------------------------------------------------------- typed fields
 -- One ProtoField per leaf of every baked schema: ripple.delta.NAME.FIELD[.SUB]
--- for rows, ripple.key.NAME[.SUB] for keys.  Two schemas of one name whose
--- leaves differ in type get NAME_vVERSION instead.
+-- for rows, ripple.key.NAME[.SUB] for keys, bytes an abbrev cannot hold as
+-- "_".  A leaf whose abbrev another type took first gets a suffix _2, _3...
 
 local LEAF = {
     Int = ProtoField.int64, Int64 = ProtoField.int64, Int32 = ProtoField.int32,
@@ -83,43 +85,36 @@ local LEAF = {
 local by_abbrev = {}
 
 local function leaf_field(abbrev, label, k)
-    local have = by_abbrev[abbrev]
-    if have then
-        if have.k == k then return have.f end
-        return nil -- taken by another type
+    local base, n = abbrev, 1
+    while by_abbrev[abbrev] and by_abbrev[abbrev].k ~= k do
+        n = n + 1
+        abbrev = base .. "_" .. n
     end
+    local have = by_abbrev[abbrev]
+    if have then return have.f end
     local f = LEAF[k](abbrev, label)
     by_abbrev[abbrev] = { k = k, f = f }
     F["leaf " .. abbrev] = f
     return f
 end
 
--- Gives every leaf node its field (t.pf); false when an abbrev is taken.
+local function part(name) return (name:gsub("[^%w_%-]", "_")) end
+
+-- Gives every leaf node of a type its field (t.pf).
 local function bind(t, abbrev, label)
     local k = t.k
     if k == "Option" or k == "List" then
-        return bind(t.t, abbrev, label)
+        bind(t.t, abbrev, label)
     elseif k == "Record" then
-        for _, fd in ipairs(t.fields) do
-            if not bind(fd.t, abbrev .. "." .. fd.name, fd.name) then return false end
-        end
-        return true
+        for _, fd in ipairs(t.fields) do bind(fd.t, abbrev .. "." .. part(fd.name), fd.name) end
+    else
+        t.pf = leaf_field(abbrev, label, k)
     end
-    t.pf = leaf_field(abbrev, label, k)
-    return t.pf ~= nil
 end
 
-for fp, s in pairs(SCHEMAS) do
-    local function bind_all(prefix)
-        if not bind(s.key, "ripple.key." .. prefix, "key") then return false end
-        for _, fd in ipairs(s.fields) do
-            if not bind(fd.t, "ripple.delta." .. prefix .. "." .. fd.name, fd.name) then return false end
-        end
-        return true
-    end
-    if not bind_all(s.name) then
-        assert(bind_all(s.name .. "_v" .. s.version), "ripple: field names of " .. fp .. " clash")
-    end
+for _, s in pairs(SCHEMAS) do
+    bind(s.key, "ripple.key." .. part(s.name), "key")
+    for _, fd in ipairs(s.fields) do bind(fd.t, "ripple.delta." .. part(s.name) .. "." .. part(fd.name), fd.name) end
 end
 
 local fields = {}
@@ -428,10 +423,13 @@ local function dissect_handshake(r, tree)
         local at = r.pos
         local sub = tree:add(F.hs_output, r.tvb(at, 1), "")
         local output = add_string(r, sub, F.hs_output)
-        local name = read_string(r)
-        local version = read_int(r, true)
+        local sat = r.pos
+        local name, nat, nn = read_string(r)
+        local version, vat, vn = read_int(r, true)
         local fp = name .. "/v" .. tostring(version)
-        sub:add(F.hs_schema, range(r, at), fp)
+        local sitem = sub:add(F.hs_schema, range(r, sat), fp)
+        sitem:add(F.hs_schema_name, r.tvb(nat, nn), name)
+        sitem:add(F.hs_schema_version, r.tvb(vat, vn), int64(version))
         local kat = r.pos
         sub:add(F.hs_type, r.tvb(kat, 1), sexp_string({ "key", read_type(r) })):set_len(r.pos - kat)
         local nf = read_nat0(r)
@@ -563,7 +561,7 @@ end
 -- ---------------------------------------------------------------- the envelope
 
 local function dissect_envelope(tvb, pinfo, tree)
-    local n = tvb(55, 4):le_int()
+    local n = math.max(tvb(55, 4):le_int(), 0) -- as envelope_length reads it
     local size = OVERHEAD + n
     local root = tree:add(p, tvb(0, size))
     root:add(F.magic, tvb(0, 4))
@@ -599,7 +597,7 @@ local function dissect_envelope(tvb, pinfo, tree)
         crc:add_proto_expert_info(E.crc_bad, string.format("Bad CRC-32C: 0x%08x, should be 0x%08x", want, got))
     end
     status:set_generated()
-    local ptree = root:add(p, tvb(59, n), "Payload: " .. tname)
+    local ptree = root:add(F.msg, tvb(59, n))
     ptree:set_text(tname)
     local line
     local ok, output, key, what = xpcall(function() return dissect_payload(tvb, ptree, root, tag, fp, 59, n) end,
