@@ -213,7 +213,7 @@ def message(env: Envelope, schemas: dict[bytes, Schema]) -> dict[str, Any]:
         return {
             "worker_id": _strings(env, "ripple.worker")[0],
             "checkpoint_id": _ints(env, "ripple.checkpoint_id")[0],
-            "positions": [{"output": o, "sequence_no": q} for o, q in zip(outs[1::2], seqs, strict=True)],
+            "positions": [{"output": o, "sequence_no": q} for o, q in zip(outs, seqs, strict=True)],
         }
     if kind == "Schema_negotiation":
         ok = env.field("ripple.ok")
@@ -230,7 +230,7 @@ def message(env: Envelope, schemas: dict[bytes, Schema]) -> dict[str, Any]:
     fps = [bytes_to_json(n + b"/v%d" % v) for n, v in zip(names, versions, strict=True)]
     return {
         "source_worker_id": _strings(env, "ripple.worker")[0],
-        "outputs": list(zip(outs[1::2], fps, strict=True)),
+        "outputs": list(zip(outs, fps, strict=True)),
         "protocol_version": _ints(env, "ripple.protocol_version")[0],
     }
 

@@ -33,6 +33,7 @@ from ripple_cli.wireshark import PROTOCOLS, generate
     "--port",
     "port",
     type=click.IntRange(0, 65535),
+    metavar="PORT",
     help="Ripple's preferred TCP port, the Lua preference's default (0: none). Default: 7077.",
 )
 @schemas_option

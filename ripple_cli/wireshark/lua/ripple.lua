@@ -346,6 +346,12 @@ local function add_value(r, tree, t, label)
     end
 end
 
+-- A tree that keeps nothing, for reading a value only for its text.
+local NO_TREE = {}
+function NO_TREE.add() return NO_TREE end
+function NO_TREE.set_text() return NO_TREE end
+function NO_TREE.set_len() return NO_TREE end
+
 local function sexp_text(v)
     return type(v) == "string" and atom(v) or sexp_string(v)
 end
@@ -421,8 +427,8 @@ local function dissect_handshake(r, tree)
     local outs = {}
     for i = 1, n do
         local at = r.pos
-        local sub = tree:add(F.hs_output, r.tvb(at, 1), "")
-        local output = add_string(r, sub, F.hs_output)
+        local output, oat, on = read_string(r)
+        local sub = tree:add(F.hs_output, r.tvb(oat, on), output)
         local sat = r.pos
         local name, nat, nn = read_string(r)
         local version, vat, vn = read_int(r, true)
@@ -441,8 +447,7 @@ local function dissect_handshake(r, tree)
             if read_bool(r) then d = " default " .. read_string(r) end
             sub:add(F.hs_type, range(r, fat), sexp_string({ fname, typ }) .. d)
         end
-        sub:set_len(r.pos - at)
-        sub:set_text("Output " .. output .. ": " .. fp)
+        sub:set_text("Output " .. atom(output) .. ": " .. fp)
         outs[i] = output .. " (" .. fp .. ")"
     end
     local v = add_int(r, tree, F.protocol_version)
@@ -466,13 +471,12 @@ local function dissect_delta(r, tree, fp, root)
         what = "schema unknown: " .. dn .. " delta bytes"
         root:add_proto_expert_info(E.unknown_schema, "Delta of schema " .. fp .. ", which this dissector does not know")
     else
+        -- The key's text is the item's value: read once for it, then into the tree.
         local kr = reader(r.tvb, kat, kat + kn)
-        local kitem = tree:add(F.key, r.tvb(kat, math.max(kn, 0)), "")
-        local kv = add_value(kr, kitem, s.key, "key")
+        key_text = sexp_text(add_value(kr, NO_TREE, s.key, "key"))
         if kr.pos ~= kat + kn then fail("trailing bytes after the key", kr.pos) end
-        key_text = sexp_text(kv)
-        kitem:append_text(key_text)
-        kitem:set_text("Key: " .. key_text)
+        local kitem = tree:add(F.key, r.tvb(kat, kn), key_text)
+        add_value(reader(r.tvb, kat, kat + kn), kitem, s.key, "key")
         local dr = reader(r.tvb, dat, dat + dn)
         local tag = read_ctor(dr, 3, "delta")
         local kind = ({ [0] = "set", "patch", "remove" })[tag]
@@ -512,12 +516,10 @@ local function dissect_checkpoint_ack(r, tree)
     local n = read_nat0(r)
     local pos = {}
     for i = 1, n do
-        local at = r.pos
-        local sub = tree:add(F.position, r.tvb(at, 1), "")
-        local output = add_string(r, sub, F.position)
+        local output, oat, on = read_string(r)
+        local sub = tree:add(F.position, r.tvb(oat, on), output)
         local q = add_int(r, sub, F.position_seq)
-        sub:set_len(r.pos - at)
-        sub:set_text("Position: " .. output .. "@" .. tostring(q))
+        sub:set_text("Position: " .. atom(output) .. "@" .. tostring(q))
         pos[i] = output .. "@" .. tostring(q)
     end
     local text = "worker " .. worker .. " checkpoint " .. tostring(id) .. " " .. table.concat(pos, " ")
