@@ -1,19 +1,24 @@
-"""Which dissectors `ripple wireshark` writes, by protocol name."""
+"""Which dissectors `ripple wireshark` writes, by protocol name: one Lua
+file, the shared helpers (lua/common.lua) first, then each protocol's
+dissector in a block of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ripple_cli.codec.schema import Schema
-from ripple_cli.wireshark.ripple import ripple_lua
+from ripple_cli.wireshark.lua import template
+from ripple_cli.wireshark.ripple import DEFAULT_PORT, ripple_lua
 
-PROTOCOLS = ("ripple",)
+PROTOCOLS = ("ripple", "rcp")
 
 
 def generate(protocols: Sequence[str], schemas: Sequence[Schema], port: int | None = None) -> str:
     """One Lua file holding the dissectors of `protocols`, in that order."""
-    parts = []
+    parts = [template("common.lua")]
     for name in protocols:
-        if name == "ripple":
-            parts.append(ripple_lua(schemas) if port is None else ripple_lua(schemas, port))
+        lua = (
+            ripple_lua(schemas, DEFAULT_PORT if port is None else port) if name == "ripple" else template(f"{name}.lua")
+        )
+        parts.append(f"do -- {name}\n{lua}end\n")
     return "\n".join(parts)

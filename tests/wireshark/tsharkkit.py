@@ -72,10 +72,11 @@ def jsonl(pcap: Path, *args: str) -> list[dict[str, Any]]:
 
 @dataclass
 class Envelope:
-    """One Ripple envelope as tshark dissected it."""
+    """One message (a Ripple envelope, a sibling's frame) as tshark dissected it."""
 
     packet: int  # frame number of the packet where it ends
-    node: ET.Element  # its <proto name="ripple">
+    node: ET.Element  # its <proto name=...>
+    ports: tuple[int, int] = (0, 0)  # TCP source and destination ports
 
     def field(self, name: str) -> ET.Element | None:
         return next((f for f in self.node.iter("field") if f.get("name") == name), None)
@@ -84,19 +85,22 @@ class Envelope:
         f = self.field(name)
         return None if f is None else f.get("show")
 
-    def experts(self) -> list[str]:
-        return [f.get("name", "") for f in self.node.iter("field") if f.get("name", "").startswith("ripple.crc.bad")]
+
+def _show(proto: ET.Element, name: str) -> str:
+    return next(f.get("show", "") for f in proto.iter("field") if f.get("name") == name)
 
 
-def envelopes(pdml: str) -> list[Envelope]:
+def envelopes(pdml: str, protocol: str = "ripple") -> list[Envelope]:
     out = []
     for packet in ET.fromstring(pdml).iter("packet"):
-        number = 0
+        number, ports = 0, (0, 0)
         for proto in packet.findall("proto"):
             if proto.get("name") == "frame":
-                number = int(next(f.get("show", "0") for f in proto.iter("field") if f.get("name") == "frame.number"))
-            if proto.get("name") == "ripple":
-                out.append(Envelope(number, proto))
+                number = int(_show(proto, "frame.number"))
+            if proto.get("name") == "tcp":
+                ports = (int(_show(proto, "tcp.srcport")), int(_show(proto, "tcp.dstport")))
+            if proto.get("name") == protocol:
+                out.append(Envelope(number, proto, ports))
     return out
 
 

@@ -126,26 +126,6 @@ p.prefs.port = Pref.uint("TCP port", RIPPLE_PORT, "The TCP port Ripple is decode
 p.prefs.heuristic = Pref.bool("Find Ripple on any TCP port", true,
     "Try every TCP connection whose first bytes are a Ripple envelope")
 
--- ---------------------------------------------------------------- CRC-32C
-
-local CRC_TABLE = {}
-for i = 0, 255 do
-    local c = i
-    for _ = 1, 8 do
-        if bit32.band(c, 1) == 1 then c = bit32.bxor(bit32.rshift(c, 1), 0x82F63B78) else c = bit32.rshift(c, 1) end
-    end
-    CRC_TABLE[i] = c
-end
-
-local function crc32c(s)
-    local c = 0xFFFFFFFF
-    local band, bxor, rshift, byte = bit32.band, bit32.bxor, bit32.rshift, string.byte
-    for i = 1, #s do
-        c = bxor(CRC_TABLE[band(bxor(c, byte(s, i)), 0xFF)], rshift(c, 8))
-    end
-    return bxor(c, 0xFFFFFFFF)
-end
-
 -- ---------------------------------------------------------------- text as ripple prints it
 
 -- sexplib's atom: bare when it can be, else quoted as OCaml's String.escaped.
