@@ -10,7 +10,7 @@ from ripple_cli.codec.schema import Schema
 from ripple_cli.wireshark.lua import template
 from ripple_cli.wireshark.ripple import DEFAULT_PORT, ripple_lua
 
-PROTOCOLS = ("ripple", "rcp")
+PROTOCOLS = ("ripple", "rcp", "reactive-streams")
 
 
 def generate(protocols: Sequence[str], schemas: Sequence[Schema], port: int | None = None) -> str:
@@ -18,7 +18,9 @@ def generate(protocols: Sequence[str], schemas: Sequence[Schema], port: int | No
     parts = [template("common.lua")]
     for name in protocols:
         lua = (
-            ripple_lua(schemas, DEFAULT_PORT if port is None else port) if name == "ripple" else template(f"{name}.lua")
+            ripple_lua(schemas, DEFAULT_PORT if port is None else port)
+            if name == "ripple"
+            else template(f"{name.replace('-', '_')}.lua")
         )
         parts.append(f"do -- {name}\n{lua}end\n")
     return "\n".join(parts)
