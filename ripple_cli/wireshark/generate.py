@@ -10,7 +10,7 @@ from ripple_cli.codec.schema import Schema
 from ripple_cli.wireshark.lua import template
 from ripple_cli.wireshark.ripple import DEFAULT_PORT, ripple_lua
 
-PROTOCOLS = ("ripple", "rcp", "reactive-streams")
+PROTOCOLS = ("ripple", "lumberjack", "rcp", "reactive-streams")
 
 
 def generate(protocols: Sequence[str], schemas: Sequence[Schema], port: int | None = None) -> str:
