@@ -50,6 +50,8 @@ def wireshark(
 ) -> int:
     """Write a Wireshark Lua dissector (load it with tshark -X lua_script:FILE).
 
+    For Ripple by default; --protocol names a sibling protocol, or all.
+
     Ripple Deltas decode into typed fields with the schemas of --schemas and
     of the Handshakes of INPUTS (Ripple streams or captures, - for stdin),
     as ripple schema extract finds them.  Without either, Deltas show as
