@@ -17,7 +17,7 @@ import pytest
 from tests.capture.livecap import capture_conversation, closed, tcpdump
 from tests.protocols.dissector_kit import read_hex
 from tests.protocols.lumberjack.peerkit import Reader, require_peers, send
-from tests.wireshark.tsharkkit import REPO, Envelope, envelopes, jsonl, require_tshark, ripple, tshark
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "lumberjack"
 CLEAN = ("v1-compressed", "nested", "v2-json", "v1-protocol")  # the writer's side; acks.hex answers v2-client.hex
@@ -25,14 +25,7 @@ CLEAN = ("v1-compressed", "nested", "v2-json", "v1-protocol")  # the writer's si
 
 @pytest.fixture(scope="module")
 def lua(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_tshark()
-    path = tmp_path_factory.mktemp("ws-lj") / "lumberjack.lua"
-    ripple("wireshark", "--protocol", "lumberjack", "-o", path)
-    return path
-
-
-def _port(endpoint: str) -> int:
-    return int(endpoint.rsplit(":", 1)[1])
+    return dissector("lumberjack", tmp_path_factory)
 
 
 def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
@@ -45,7 +38,7 @@ def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
         if d["type"] in ("Data", "Json"):
             row["event"] = d["event"]
         row["nested"] = "in_compressed" in d
-        out.setdefault((_port(d["src"]), _port(d["dst"])), []).append(row)
+        out.setdefault((port_of(d["src"]), port_of(d["dst"])), []).append(row)
     return out
 
 

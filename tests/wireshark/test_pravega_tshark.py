@@ -15,7 +15,7 @@ import pytest
 
 from ripple_cli.protocols.pravega.wire import KINDS_BY_NAME, Kind
 from tests.capture.livecap import capture_conversation
-from tests.wireshark.tsharkkit import REPO, Envelope, envelopes, jsonl, require_tshark, ripple, tshark
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "pravega"
 CLEAN = ("java-simple", "java-batching", "rust", "reads", "conditional", "errors")
@@ -24,14 +24,7 @@ SCALARS = {n for n, k in KINDS_BY_NAME.items() if k in (Kind.I32, Kind.I64, Kind
 
 @pytest.fixture(scope="module")
 def lua(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_tshark()
-    path = tmp_path_factory.mktemp("ws-pravega") / "pravega.lua"
-    ripple("wireshark", "--protocol", "pravega", "-o", path)
-    return path
-
-
-def _port(endpoint: str) -> int:
-    return int(endpoint.rsplit(":", 1)[1])
+    return dissector("pravega", tmp_path_factory)
 
 
 def _data(d: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +42,7 @@ def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
         row = {k: v for k, v in d.items() if k in SCALARS or k in ("type", "type_code")}
         if isinstance(d.get("data"), dict):
             row["data"] = _data(d["data"])
-        out.setdefault((_port(d["src"]), _port(d["dst"])), []).append(row)
+        out.setdefault((port_of(d["src"]), port_of(d["dst"])), []).append(row)
     return out
 
 

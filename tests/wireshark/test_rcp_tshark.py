@@ -14,15 +14,12 @@ import pytest
 
 from tests.capture.livecap import closed, tcpdump
 from tests.protocols.rcp.rcppeer import RcpServer, binary_session, jsonl_session
-from tests.wireshark.tsharkkit import REPO, Envelope, envelopes, jsonl, require_tshark, ripple, tshark
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 
 @pytest.fixture(scope="module")
 def lua(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_tshark()
-    path = tmp_path_factory.mktemp("ws-rcp") / "rcp.lua"
-    ripple("wireshark", "--protocol", "rcp", "-o", path)
-    return path
+    return dissector("rcp", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +37,6 @@ def peers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _port(endpoint: str) -> int:
-    return int(endpoint.rsplit(":", 1)[1])
-
-
 def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
     """ripple's messages by direction (source port, destination port)."""
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
@@ -51,7 +44,7 @@ def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
         assert "problem" not in d, d
         crc = {True: "1", False: "0", None: "2"}[d.get("crc_ok")]
         row = {k: d.get(k) for k in ("type", "wire", "kind", "id", "op", "status", "error_code", "payload_len")}
-        out.setdefault((_port(d["src"]), _port(d["dst"])), []).append({**row, "crc": crc})
+        out.setdefault((port_of(d["src"]), port_of(d["dst"])), []).append({**row, "crc": crc})
     return out
 
 

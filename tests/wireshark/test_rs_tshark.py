@@ -34,7 +34,7 @@ from tests.protocols.reactive_streams.rs_bytes import (
     server_hello,
     subscribe,
 )
-from tests.wireshark.tsharkkit import REPO, Envelope, envelopes, jsonl, require_tshark, ripple, tshark
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 CLIENT = b"".join(
     (
@@ -73,14 +73,7 @@ BYTES = ("publisher", "error", "reason", "message", "data")
 
 @pytest.fixture(scope="module")
 def lua(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_tshark()
-    path = tmp_path_factory.mktemp("ws-rs") / "rs.lua"
-    ripple("wireshark", "--protocol", "reactive-streams", "-o", path)
-    return path
-
-
-def _port(endpoint: str) -> int:
-    return int(endpoint.rsplit(":", 1)[1])
+    return dissector("reactive-streams", tmp_path_factory)
 
 
 def expected(pcap: Path, *args: str) -> dict[tuple[int, int], list[dict[str, Any]]]:
@@ -90,7 +83,7 @@ def expected(pcap: Path, *args: str) -> dict[tuple[int, int], list[dict[str, Any
         row = {k: v for k, v in d.items() if k in ("type", "extensions", "elements", *INTS, *BYTES)}
         if d["type"] == "OnNext":
             row["elements"] = [d["element"]]
-        out.setdefault((_port(d["src"]), _port(d["dst"])), []).append(row)
+        out.setdefault((port_of(d["src"]), port_of(d["dst"])), []).append(row)
     return out
 
 

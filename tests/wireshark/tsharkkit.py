@@ -61,6 +61,20 @@ def tshark(lua: Path, pcap: Path, *args: str) -> str:
     return out
 
 
+def dissector(protocol: str, factory: pytest.TempPathFactory) -> Path:
+    """The Lua file `ripple wireshark --protocol PROTOCOL` writes (for a
+    module-scoped fixture)."""
+    require_tshark()
+    path = factory.mktemp(f"ws-{protocol}") / f"{protocol}.lua"
+    ripple("wireshark", "--protocol", protocol, "-o", path)
+    return path
+
+
+def port_of(endpoint: str) -> int:
+    """The port of jsonl's "src" or "dst" (`ADDRESS:PORT`)."""
+    return int(endpoint.rsplit(":", 1)[1])
+
+
 def jsonl(pcap: Path, *args: str) -> list[dict[str, Any]]:
     # Exit status 1: problems found, which the lines show.
     lines = ripple("decode", "--format", "jsonl", *args, pcap, codes=(0, 1)).splitlines()

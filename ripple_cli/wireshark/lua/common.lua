@@ -1,6 +1,50 @@
 -- Written by `ripple wireshark` (ripple-wireshark(1)): Wireshark Lua
 -- dissectors for the protocols ripple decodes.  What they share comes first.
 
+-- ---------------------------------------------------------------- a dissector's parts
+
+-- The fields of a dissector, from its table of ProtoFields.
+local function set_fields(p, F)
+    local list = {}
+    for _, f in pairs(F) do list[#list + 1] = f end
+    p.fields = list
+end
+
+-- Info: the line of each message that ends in the packet, joined by " | "
+-- when several do (over one call or several).
+local function set_info(pinfo, short, line)
+    if tostring(pinfo.cols.protocol) == short then
+        pinfo.cols.info:append(" | " .. line)
+    else
+        pinfo.cols.protocol = short
+        pinfo.cols.info = line
+    end
+end
+
+-- p on its preferred TCP port (the preference "port", whose default is
+-- `port`; 0: none) and, when `looks(tvb)` is given, on any TCP connection
+-- whose first bytes it recognises: that connection is then p's.
+local function register_tcp(p, port, what, dissect, looks)
+    p.prefs.port = Pref.uint("TCP port", port, "The TCP port " .. what .. " is decoded on (0: none)")
+    local registered = 0
+    local function use(n)
+        local tcp = DissectorTable.get("tcp.port")
+        if registered ~= 0 then tcp:remove(registered, p) end
+        registered = n
+        if n ~= 0 then tcp:add(n, p) end
+    end
+    function p.prefs_changed() use(p.prefs.port) end
+    use(port)
+    if looks then
+        p:register_heuristic("tcp", function(tvb, pinfo, tree)
+            if not looks(tvb) then return false end
+            pinfo.conversation = p
+            dissect(tvb, pinfo, tree) -- the function itself: through its handle it would not desegment
+            return true
+        end)
+    end
+end
+
 -- ---------------------------------------------------------------- CRC-32C
 
 local CRC_TABLE = {}

@@ -19,15 +19,12 @@ local F = {
     inflated_size = ProtoField.uint32("lumberjack.inflated_size", "Inflated size"),
     in_compressed = ProtoField.bool("lumberjack.in_compressed", "Inside a compressed frame"),
 }
-local list = {}
-for _, f in pairs(F) do list[#list + 1] = f end
-p.fields = list
+set_fields(p, F)
 local E = {
     bad = ProtoExpert.new("lumberjack.bad_frame", "Not a Lumberjack frame", expert.group.MALFORMED, expert.severity.WARN),
     zlib = ProtoExpert.new("lumberjack.bad_zlib", "Compressed frame does not inflate", expert.group.MALFORMED, expert.severity.WARN),
 }
 p.experts = { E.bad, E.zlib }
-p.prefs.port = Pref.uint("TCP port", LJ_PORT, "The TCP port Lumberjack is decoded on (0: none)")
 
 local NAMES = { W = "Window", A = "Ack", D = "Data", J = "Json", C = "Compressed" }
 local NeedMore, Bad = {}, {}
@@ -141,35 +138,17 @@ local function dissect(tvb, pinfo, tree)
     local infos, at, more = walk(tvb, pinfo, tree, false)
     if more then pinfo.desegment_offset, pinfo.desegment_len = at, DESEGMENT_ONE_MORE_SEGMENT end
     if #infos > 0 then
-        local line = table.concat(infos, " | ")
-        if tostring(pinfo.cols.protocol) == "Lumberjack" then
-            pinfo.cols.info:append(" | " .. line)
-        else
-            pinfo.cols.protocol = "Lumberjack"
-            pinfo.cols.info = line
-        end
+        set_info(pinfo, "Lumberjack", table.concat(infos, " | "))
     end
     return tvb:len()
 end
 p.dissector = dissect
 
 -- A connection whose first frame is a window: "1W" or "2W" and a count.
-local function heuristic(tvb, pinfo, tree)
+local function looks(tvb)
     if tvb:len() < 6 then return false end
     local v, t = tvb(0, 1):uint(), tvb(1, 1):uint()
-    if (v ~= 0x31 and v ~= 0x32) or t ~= 0x57 or tvb(2, 4):uint() > 0xFFFFFF then return false end
-    pinfo.conversation = p
-    dissect(tvb, pinfo, tree)
-    return true
+    return not ((v ~= 0x31 and v ~= 0x32) or t ~= 0x57 or tvb(2, 4):uint() > 0xFFFFFF)
 end
 
-local registered_port = 0
-function p.prefs_changed()
-    local tcp = DissectorTable.get("tcp.port")
-    if registered_port ~= 0 then tcp:remove(registered_port, p) end
-    registered_port = p.prefs.port
-    if registered_port ~= 0 then tcp:add(registered_port, p) end
-end
-DissectorTable.get("tcp.port"):add(LJ_PORT, p)
-registered_port = LJ_PORT
-p:register_heuristic("tcp", heuristic)
+register_tcp(p, LJ_PORT, "Lumberjack", dissect, looks)

@@ -29,13 +29,10 @@ for _, layout in pairs(LAYOUTS) do
         if maker and not F[fd[1]] then F[fd[1]] = maker("pravega." .. fd[1], fd[1]) end
     end
 end
-local list = {}
-for _, f in pairs(F) do list[#list + 1] = f end
-p.fields = list
+set_fields(p, F)
 local E_BODY = ProtoExpert.new("pravega.bad_body", "Body does not fit its layout", expert.group.MALFORMED, expert.severity.WARN)
 local E_BAD = ProtoExpert.new("pravega.bad_header", "Not a Pravega command", expert.group.MALFORMED, expert.severity.WARN)
 p.experts = { E_BODY, E_BAD }
-p.prefs.port = Pref.uint("TCP port", PRAVEGA_PORT, "The TCP port Pravega is decoded on (0: none)")
 
 local Short = {}
 local MAX_BODY = 0x00FFFFFF - 8
@@ -107,15 +104,6 @@ local function body(tvb, tree, code, at, n)
     if i < stop then tree:add(F.trailing, tvb(i, stop - i)) end
 end
 
-local function set_info(pinfo, line)
-    if tostring(pinfo.cols.protocol) == "Pravega" then
-        pinfo.cols.info:append(" | " .. line)
-    else
-        pinfo.cols.protocol = "Pravega"
-        pinfo.cols.info = line
-    end
-end
-
 local function command(tvb, pinfo, tree, at, n)
     local code = tvb(at, 4):int()
     local name = NAMES[code] or "Unknown"
@@ -136,7 +124,7 @@ local function command(tvb, pinfo, tree, at, n)
         root:add(F.body, tvb(at + 8, n))
     end
     root:append_text(", " .. name)
-    set_info(pinfo, name)
+    set_info(pinfo, "Pravega", name)
 end
 
 local function dissect(tvb, pinfo, tree)
@@ -150,7 +138,7 @@ local function dissect(tvb, pinfo, tree)
         if n < 0 or n > MAX_BODY then
             local root = tree:add(p, tvb(at, len - at))
             root:add_proto_expert_info(E_BAD)
-            set_info(pinfo, "not Pravega: " .. (len - at) .. " bytes")
+            set_info(pinfo, "Pravega", "not Pravega: " .. (len - at) .. " bytes")
             return len
         end
         if len - at < 8 + n then
@@ -165,20 +153,8 @@ end
 p.dissector = dissect
 
 -- A connection that opens with Hello: type -127, length 8.
-local function heuristic(tvb, pinfo, tree)
-    if tvb:len() < 8 or tvb(0, 4):int() ~= -127 or tvb(4, 4):int() ~= 8 then return false end
-    pinfo.conversation = p
-    dissect(tvb, pinfo, tree)
-    return true
+local function looks(tvb)
+    return not (tvb:len() < 8 or tvb(0, 4):int() ~= -127 or tvb(4, 4):int() ~= 8)
 end
 
-local registered_port = 0
-function p.prefs_changed()
-    local tcp = DissectorTable.get("tcp.port")
-    if registered_port ~= 0 then tcp:remove(registered_port, p) end
-    registered_port = p.prefs.port
-    if registered_port ~= 0 then tcp:add(registered_port, p) end
-end
-DissectorTable.get("tcp.port"):add(PRAVEGA_PORT, p)
-registered_port = PRAVEGA_PORT
-p:register_heuristic("tcp", heuristic)
+register_tcp(p, PRAVEGA_PORT, "Pravega", dissect, looks)

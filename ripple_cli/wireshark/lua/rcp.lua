@@ -32,11 +32,8 @@ local E = {
     crc_bad = ProtoExpert.new("rcp.crc.bad", "Bad CRC-32C", expert.group.CHECKSUM, expert.severity.WARN),
     bad_json = ProtoExpert.new("rcp.bad_json", "Payload is not a JSON message", expert.group.MALFORMED, expert.severity.WARN),
 }
-local list = {}
-for _, f in pairs(F) do list[#list + 1] = f end
-p.fields = list
+set_fields(p, F)
 p.experts = { E.crc_bad, E.bad_json }
-p.prefs.port = Pref.uint("TCP port", RCP_PORT, "The TCP port RCP is decoded on (0: none)")
 
 local TYPE_OF_KIND = { request = "Request", response = "Response", event = "Event" }
 local json_dissector = Dissector.get("json")
@@ -64,15 +61,6 @@ local function message(tvb, pinfo, tree, at, n)
     end
     if n > 0 and json_dissector then json_dissector:call(tvb(at, n):tvb(), pinfo, tree) end
     return kind, table.concat(info, " ")
-end
-
-local function set_info(pinfo, line)
-    if tostring(pinfo.cols.protocol) == "RCP" then
-        pinfo.cols.info:append(" | " .. line)
-    else
-        pinfo.cols.protocol = "RCP"
-        pinfo.cols.info = line
-    end
 end
 
 local function frame(tvb, pinfo, tree, at)
@@ -116,7 +104,7 @@ local function frame(tvb, pinfo, tree, at)
     local tname = kind and TYPE_OF_KIND[kind] or "Frame"
     root:add(F.type, tvb(at, 4), tname)
     root:append_text(", " .. tname)
-    set_info(pinfo, tname .. " " .. info .. (bad and " [BAD CRC]" or ""))
+    set_info(pinfo, "RCP", tname .. " " .. info .. (bad and " [BAD CRC]" or ""))
     return size
 end
 
@@ -127,7 +115,7 @@ local function line(tvb, pinfo, tree, at, n)
     root:add(F.type, tvb(at, n + 1), "JsonLine")
     local _, info = message(tvb, pinfo, root, at, n)
     root:append_text(", JsonLine")
-    set_info(pinfo, "JsonLine " .. info)
+    set_info(pinfo, "RCP", "JsonLine " .. info)
 end
 
 local function dissect(tvb, pinfo, tree)
@@ -160,20 +148,8 @@ local function dissect(tvb, pinfo, tree)
 end
 p.dissector = dissect
 
-local function heuristic(tvb, pinfo, tree)
-    if tvb:len() < 6 or tvb(0, 4):raw() ~= "RCPX" or tvb(4, 2):uint() ~= 1 then return false end
-    pinfo.conversation = p
-    dissect(tvb, pinfo, tree)
-    return true
+local function looks(tvb)
+    return not (tvb:len() < 6 or tvb(0, 4):raw() ~= "RCPX" or tvb(4, 2):uint() ~= 1)
 end
 
-local registered_port = 0
-function p.prefs_changed()
-    local tcp = DissectorTable.get("tcp.port")
-    if registered_port ~= 0 then tcp:remove(registered_port, p) end
-    registered_port = p.prefs.port
-    if registered_port ~= 0 then tcp:add(registered_port, p) end
-end
-DissectorTable.get("tcp.port"):add(RCP_PORT, p)
-registered_port = RCP_PORT
-p:register_heuristic("tcp", heuristic)
+register_tcp(p, RCP_PORT, "RCP", dissect, looks)

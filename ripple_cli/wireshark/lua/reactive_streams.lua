@@ -26,12 +26,9 @@ local F = {
     reason = ProtoField.string("rs.reason", "Reason"),
     message = ProtoField.string("rs.message", "Message"),
 }
-local list = {}
-for _, f in pairs(F) do list[#list + 1] = f end
-p.fields = list
+set_fields(p, F)
 local E_RAW = ProtoExpert.new("rs.raw", "Not a message: the rest of the stream is raw", expert.group.MALFORMED, expert.severity.WARN)
 p.experts = { E_RAW }
-p.prefs.port = Pref.uint("TCP port", RS_PORT, "The TCP port Reactive Streams is decoded on (0: none)")
 
 local NAMES = { "ClientHello", "ServerHello", "Subscribe", "Request", "Cancel", "OnSubscribe", "OnNext",
     "OnComplete", "OnError", "OnNextPacked", "OnNextPart", "OnNextLastPart", "Goodbye", "GoodbyeAck" }
@@ -127,15 +124,6 @@ local function parse(tvb, at, stop, dir)
     return NAMES[code], items, i, sub
 end
 
-local function set_info(pinfo, line)
-    if tostring(pinfo.cols.protocol) == "RS" then
-        pinfo.cols.info:append(" | " .. line)
-    else
-        pinfo.cols.protocol = "RS"
-        pinfo.cols.info = line
-    end
-end
-
 local function dissect(tvb, pinfo, tree)
     local dir = tostring(pinfo.src) .. ":" .. pinfo.src_port .. ">" .. tostring(pinfo.dst) .. ":" .. pinfo.dst_port
     local at, len = 0, tvb:len()
@@ -152,7 +140,7 @@ local function dissect(tvb, pinfo, tree)
             root:add(F.type, tvb(at, len - at), "Raw")
             root:add(F.data, tvb(at, len - at))
             root:add_proto_expert_info(E_RAW)
-            set_info(pinfo, "Raw " .. (len - at) .. " bytes")
+            set_info(pinfo, "RS", "Raw " .. (len - at) .. " bytes")
             return len
         end
         root = tree:add(p, tvb(at, stop - at))
@@ -162,20 +150,12 @@ local function dissect(tvb, pinfo, tree)
             if it[4] == nil then root:add(it[1], r) else root:add(it[1], r, it[4]) end
         end
         root:append_text(", " .. name)
-        set_info(pinfo, name .. (sub and (" " .. tostring(sub)) or ""))
+        set_info(pinfo, "RS", name .. (sub and (" " .. tostring(sub)) or ""))
         at = stop
     end
     return len
 end
 p.dissector = dissect
 
-local registered_port = 0
-function p.prefs_changed()
-    local tcp = DissectorTable.get("tcp.port")
-    if registered_port ~= 0 then tcp:remove(registered_port, p) end
-    registered_port = p.prefs.port
-    if registered_port ~= 0 then tcp:add(registered_port, p) end
-end
-DissectorTable.get("tcp.port"):add(RS_PORT, p)
-registered_port = RS_PORT
+register_tcp(p, RS_PORT, "Reactive Streams", dissect)
 -- No heuristic: a one-byte type code and no magic would claim too much.

@@ -117,12 +117,9 @@ for _, s in pairs(SCHEMAS) do
     for _, fd in ipairs(s.fields) do bind(fd.t, "ripple.delta." .. part(s.name) .. "." .. part(fd.name), fd.name) end
 end
 
-local fields = {}
-for _, f in pairs(F) do fields[#fields + 1] = f end
-p.fields = fields
+set_fields(p, F)
 p.experts = { E.crc_bad, E.malformed, E.unknown_schema }
 
-p.prefs.port = Pref.uint("TCP port", RIPPLE_PORT, "The TCP port Ripple is decoded on (0: none)")
 p.prefs.heuristic = Pref.bool("Find Ripple on any TCP port", true,
     "Try every TCP connection whose first bytes are a Ripple envelope")
 
@@ -596,13 +593,7 @@ local function dissect_envelope(tvb, pinfo, tree)
     end
     if got ~= want then line = line .. " [BAD CRC]" end
     root:append_text(", " .. tname .. ", Seq: " .. tostring(seq))
-    -- Several envelopes end in one packet, over one or more calls: one Info.
-    if tostring(pinfo.cols.protocol) == "Ripple" then
-        pinfo.cols.info:append(" | " .. line)
-    else
-        pinfo.cols.protocol = "Ripple"
-        pinfo.cols.info = line
-    end
+    set_info(pinfo, "Ripple", line)
     return size
 end
 
@@ -619,24 +610,8 @@ local function dissect(tvb, pinfo, tree)
 end
 p.dissector = dissect
 
-local function heuristic(tvb, pinfo, tree)
-    if not p.prefs.heuristic then return false end
-    if tvb:len() < 5 or tvb(0, 4):raw() ~= "RIPP" or tvb(4, 1):uint() ~= 1 then return false end
-    pinfo.conversation = p
-    dissect(tvb, pinfo, tree) -- the function itself: its handle would not desegment
-    return true
+local function looks(tvb)
+    return p.prefs.heuristic and tvb:len() >= 5 and tvb(0, 4):raw() == "RIPP" and tvb(4, 1):uint() == 1
 end
 
-local registered_port = 0
-function p.prefs_changed()
-    local tcp = DissectorTable.get("tcp.port")
-    if registered_port ~= 0 then tcp:remove(registered_port, p) end
-    registered_port = p.prefs.port
-    if registered_port ~= 0 then tcp:add(registered_port, p) end
-end
-
-if RIPPLE_PORT ~= 0 then
-    DissectorTable.get("tcp.port"):add(RIPPLE_PORT, p)
-    registered_port = RIPPLE_PORT
-end
-p:register_heuristic("tcp", heuristic)
+register_tcp(p, RIPPLE_PORT, "Ripple", dissect, looks)
