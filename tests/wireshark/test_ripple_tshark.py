@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ripple_cli.cli.commands.schema import schemas_in_bytes
-from ripple_cli.codec.envelope import MAGIC
+from ripple_cli.codec.envelope import HEADER, MAGIC, build_envelope
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
 from ripple_cli.sexp.tree import float_atom
 from tests.capture.livecap import DEMO, capture_conversation
@@ -107,6 +107,24 @@ def corrupt(tmp_path_factory: pytest.TempPathFactory) -> Captured:
         pos += 63 + n
     data[pos - 1] ^= 0xFF
     return captured(tmp_path_factory.mktemp("ws-corrupt"), bytes(data), seed=4, max_write=3000)
+
+
+MALFORMED = 3  # the envelope whose payload does not decode (its CRC good)
+
+
+@pytest.fixture(scope="module")
+def malformed(tmp_path_factory: pytest.TempPathFactory) -> Captured:
+    """The demo stream with envelope MALFORMED's payload replaced by one
+    byte that is no message, under a correct CRC."""
+    frames = []
+    pos = 0
+    while pos < len(DEMO):
+        (n,) = struct.unpack_from("<i", DEMO, pos + 55)
+        frames.append(DEMO[pos : pos + 63 + n])
+        pos += 63 + n
+    _magic, _v, tag, flags, seq, time_ns, fp, _n = HEADER.unpack_from(frames[MALFORMED - 1])
+    frames[MALFORMED - 1] = build_envelope(tag, seq, time_ns, fp.rstrip(b"\0"), b"\xfe", flags)
+    return captured(tmp_path_factory.mktemp("ws-malformed"), b"".join(frames), seed=6, max_write=3000)
 
 
 @pytest.fixture(scope="module")
@@ -308,3 +326,15 @@ def test_preferred_port(demo: Captured, tmp_path: Path) -> None:
     lua = tmp_path / "port.lua"
     ripple("wireshark", "--schemas", "examples/schemas", "--port", str(demo.port), "-o", lua)
     assert _count(demo, lua, "ripple.heuristic:FALSE") == n
+
+
+def test_malformed_payload_is_flagged_and_the_next_envelope_decodes(malformed: Captured) -> None:
+    bad = [e for e in malformed.envelopes if any(f.get("name") == "ripple.malformed" for f in e.node.iter("field"))]
+    assert [(e.show("ripple.seq"), e.show("ripple.crc.status")) for e in bad] == [(str(MALFORMED), "1")]
+    after = malformed.envelopes[malformed.envelopes.index(bad[0]) + 1]
+    assert after.show("ripple.seq") == str(MALFORMED + 1)
+    # ripple reports it as a problem in place and decodes every other envelope as tshark does.
+    problems = [d["problem"] for d in malformed.decoded if "problem" in d]
+    assert [(p["kind"], p["seq"]) for p in problems] == [("bad_payload", MALFORMED)]
+    good = [e for e in malformed.envelopes if e is not bad[0]]
+    assert_same(good, [d for d in malformed.decoded if "problem" not in d], malformed.schemas)
