@@ -263,6 +263,10 @@ local function add_value(r, tree, t, label)
         local code = r.tvb(at, 1):uint()
         if k == "Int32" and code == 0xFC then fail("bad int32 code 0xfc", at) end
         local v, vat, n = read_int(r, true)
+        -- OCaml's int is 63-bit: an 8-byte code beyond it does not decode (as in ripple).
+        if k == "Int" and n == 9 and (v > Int64(0x3FFFFFFF) * 0x100000000 + 0xFFFFFFFF or v < -(Int64(0x40000000) * 0x100000000)) then
+            fail("int out of range", vat)
+        end
         local s = tostring(v)
         local it = tree:add(t.pf, r.tvb(vat, n), k == "Int32" and v or int64(v))
         it:set_text(label .. ": " .. s)
