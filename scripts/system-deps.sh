@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need: OCaml with bin_prot and
-# sexplib (the real workers' serializers, for interop tests) and tcpdump.
+# sexplib (the real workers' serializers, for interop tests), tcpdump, and
+# tshark (the dissectors `ripple wireshark` writes run in it: tests/wireshark;
+# the tunnel tests check every tunnelled capture against its dissection).
+# iproute2 (ip netns, veth, vxlan): the tunnel tests make real VXLAN captures
+# in network namespaces (tests/capture/test_tunnels.py).
 # jq, xxd and nc (netcat-openbsd) run the examples of README.md and the man
-# pages (tests/docs).  tshark and iproute2 (ip netns, veth, vxlan): the
-# tunnel tests make real VXLAN captures in network namespaces and check
-# every tunnelled capture against tshark's dissection (tests/capture/test_tunnels.py).
+# pages (tests/docs).
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
@@ -12,8 +14,10 @@ packages=(
   ocaml-nox ocaml-findlib libbin-prot-ocaml-dev libppx-bin-prot-ocaml-dev
   libppx-sexp-conv-ocaml-dev libsexplib-ocaml-dev libfieldslib-ocaml-dev
   libvariantslib-ocaml-dev libppx-deriving-ocaml-dev
-  tcpdump groff-base jq xxd netcat-openbsd tshark iproute2
+  tcpdump tshark iproute2 groff-base jq xxd netcat-openbsd
 )
+# wireshark-common asks whether non-root users may capture: no, and no question.
+export APT_PRESEED="wireshark-common wireshark-common/install-setuid boolean false"
 # Spark (ripple export/stats, tests/batch) runs on Java 17 or 21: a headless
 # JRE when no java is on the PATH, or one older than 17 (Debian 12 has 17;
 # later releases 21; the newer JRE becomes the default java).

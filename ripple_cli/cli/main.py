@@ -22,6 +22,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "replay": ("ripple_cli.cli.commands.replay", "replay", "Send a recorded stream or capture to a consumer, paced."),
     "export": ("ripple_cli.cli.commands.export", "export", "Decode capture sets into a table (Parquet, ...) on Spark."),
     "stats": ("ripple_cli.cli.commands.stats", "stats", "Counts, gaps, lags and silences of capture sets (Spark)."),
+    "wireshark": (
+        "ripple_cli.cli.commands.wireshark",
+        "wireshark",
+        "Write Wireshark Lua dissectors for Ripple and its siblings.",
+    ),
 }
 
 

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sources",),  # where bytes come from (files, stdin, schema files) and go
     ("flow",),  # events -> demux -> dissectors -> a sink: the pipeline
     ("render",),  # sinks that write: sexp, hum, table, json; stream and protocol lists
-    ("tap", "replay", "batch"),  # the live tap, replay, the Spark pipeline
+    ("tap", "replay", "batch", "wireshark"),  # the live tap, replay, the Spark pipeline, Lua dissectors
     ("cli",),  # the commands, options, the exit-code wrapper
     ("__main__",),
 )

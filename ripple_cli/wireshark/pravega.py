@@ -1,0 +1,21 @@
+"""The Pravega dissector: the static Lua (lua/pravega.lua) with the command
+names and body layouts of ripple's own decoder (protocols/pravega) written
+in as Lua tables, so that both read the same fields."""
+
+from __future__ import annotations
+
+from ripple_cli.protocols.pravega.commands import COMMANDS
+from ripple_cli.protocols.pravega.wire import LAYOUTS
+from ripple_cli.wireshark.lua import fill, lua_string, template
+
+
+def pravega_lua() -> str:
+    names = ", ".join(f"[{code}] = {lua_string(name.encode())}" for code, (name, _side) in sorted(COMMANDS.items()))
+    layouts = []
+    for code, layout in sorted(LAYOUTS.items()):
+        fields = ", ".join(
+            f"{{{lua_string(f.name.encode())}, {lua_string(f.kind.value.encode())}, {str(f.optional).lower()}}}"
+            for f in layout
+        )
+        layouts.append(f"    [{code}] = {{{fields}}},\n")
+    return fill(template("pravega.lua"), {"NAMES": "{" + names + "}", "LAYOUTS": "{\n" + "".join(layouts) + "}"})

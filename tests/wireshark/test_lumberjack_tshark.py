@@ -1,0 +1,113 @@
+"""The Lumberjack dissector of `ripple wireshark --protocol lumberjack` in
+the real tshark, against `ripple decode --format jsonl`: the real npm
+writers (lumberjack-client, compressed v2 batches; lumberjack-protocol, v1
+data frames) and ripple's test readers captured with tcpdump, as in
+tests/protocols/lumberjack/test_lumberjack_live.py; the golden streams
+(v1 compressed, nested compressed frames, JSON frames, acks) sent over TCP;
+and the bundled examples/beats.pcap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.capture.livecap import capture_conversation, closed, tcpdump
+from tests.protocols.dissector_kit import read_hex
+from tests.protocols.lumberjack.peerkit import Reader, require_peers, send
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
+
+GOLDEN = REPO / "tests" / "golden" / "protocols" / "lumberjack"
+CLEAN = ("v1-compressed", "nested", "v2-json", "v1-protocol")  # the writer's side; acks.hex answers v2-client.hex
+
+
+@pytest.fixture(scope="module")
+def lua(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return dissector("lumberjack", tmp_path_factory)
+
+
+def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    out: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for d in jsonl(pcap):
+        assert "problem" not in d, d
+        if d.get("protocol") != "lumberjack":
+            continue
+        row = {k: d[k] for k in ("type", "version", "seq", "count", "pairs", "length", "inflated_size") if k in d}
+        if d["type"] in ("Data", "Json"):
+            row["event"] = d["event"]
+        row["nested"] = "in_compressed" in d
+        out.setdefault((port_of(d["src"]), port_of(d["dst"])), []).append(row)
+    return out
+
+
+def _int(e: Envelope, name: str) -> int | None:
+    for f in e.node:
+        if f.get("name") == name:
+            return int(f.get("show", ""))
+    return None
+
+
+def shown(e: Envelope) -> dict[str, Any]:
+    kind = e.show("lumberjack.type")
+    row: dict[str, Any] = {"type": kind, "version": _int(e, "lumberjack.version")}
+    for name in ("seq", "count", "pairs", "length", "inflated_size"):
+        v = _int(e, f"lumberjack.{name}")
+        if v is not None:
+            row[name] = v
+    if kind == "Data":
+        pairs = [f for f in e.node if f.get("name") == "lumberjack.pair"]
+        event = {}
+        for pair in pairs:
+            key, value = (bytes.fromhex(c.get("value", "")).decode() for c in pair)
+            event[key] = value
+        row["event"] = event
+    if kind == "Json":
+        payload = next((f for f in e.node if f.get("name") == "lumberjack.payload"), None)
+        row["event"] = json.loads(bytes.fromhex(payload.get("value", ""))) if payload is not None else None
+    row["nested"] = any(f.get("name") == "lumberjack.in_compressed" for f in e.node)
+    return row
+
+
+def dissected(lua: Path, pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    out: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for e in envelopes(tshark(lua, pcap, "-T", "pdml"), "lumberjack"):
+        out.setdefault(e.ports, []).append(shown(e))
+        # A compressed frame's frames are its children: listed after it, in order.
+        for inner in e.node.iter("proto"):
+            if inner.get("name") == "lumberjack" and inner is not e.node:
+                out[e.ports].append(shown(Envelope(e.packet, inner, e.ports)))
+    return out
+
+
+def test_real_writers_message_for_message(lua: Path, tmp_path: Path) -> None:
+    require_peers()
+    path = tmp_path / "lj.pcap"
+    v2, v1 = Reader(style="count"), Reader(style="eager")
+    until = closed(lambda: [v2.client_port, v1.client_port])
+    with tcpdump(path, f"tcp port {v2.port} or tcp port {v1.port}", until=until):
+        send("client", v2.port, [{"message": "GET /a 200", "n": 1}, {"message": "caf\u00e9"}], [{"m": "later"}])
+        send("frames", v1.port, [{"line": "first"}, {"line": "second"}], [{"line": "third"}], window=2)
+        v2.join()
+        v1.join()
+    want = expected(path)
+    rows = [r for rs in want.values() for r in rs]
+    assert {r["type"] for r in rows} >= {"Window", "Compressed", "Json", "Data", "Ack"}
+    assert any(r["nested"] for r in rows)
+    assert dissected(lua, path) == want
+
+
+def test_golden_streams_over_tcp(lua: Path, tmp_path: Path) -> None:
+    path = tmp_path / "golden.pcap"
+    streams = [(read_hex(GOLDEN / f"{name}.hex"), b"") for name in CLEAN]
+    streams.append((read_hex(GOLDEN / "v2-client.hex"), read_hex(GOLDEN / "acks.hex")))
+    capture_conversation(path, streams, seed=7, max_write=40)
+    want = expected(path)
+    assert sum(len(v) for v in want.values()) > 20
+    assert dissected(lua, path) == want
+
+
+def test_bundled_capture_on_the_beats_port(lua: Path) -> None:
+    pcap = REPO / "examples" / "beats.pcap"
+    assert dissected(lua, pcap) == expected(pcap)

@@ -1,0 +1,262 @@
+"""Running the real tshark with a dissector `ripple wireshark` wrote, and
+reading its PDML back into the shapes `ripple decode --format jsonl` prints,
+so that the two can be compared message for message.
+
+Imported as `tests.wireshark.tsharkkit`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema, text
+from ripple_cli.codec.values import bytes_to_json, float_to_json
+from ripple_cli.sexp.tree import float_atom, parse_float
+
+REPO = Path(__file__).resolve().parents[2]
+TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
+
+
+def require_tshark() -> None:
+    if not os.access(TSHARK, os.X_OK):
+        reason = f"tshark is missing ({TSHARK}): make system-deps installs it"
+        if "CI" in os.environ:
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+
+def ripple(*args: str | Path, codes: tuple[int, ...] = (0,)) -> bytes:
+    """`ripple ARGS` as a separate process; another exit status fails the test."""
+    env = {k: v for k, v in os.environ.items() if k != "RIPPLE_SCHEMAS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ripple_cli", *map(str, args)], capture_output=True, env=env, cwd=REPO, check=False
+    )
+    assert proc.returncode in codes, proc.stderr.decode(errors="replace")
+    return proc.stdout
+
+
+def tshark(lua: Path, pcap: Path, *args: str) -> str:
+    """tshark's output, the dissector loaded; any Lua error fails the test."""
+    require_tshark()
+    proc = subprocess.run(
+        [TSHARK, "-n", "-X", f"lua_script:{lua}", "-r", str(pcap), *args],
+        capture_output=True,
+        check=False,
+        timeout=600,
+    )
+    out = proc.stdout.decode("utf-8", "replace")
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0 and "Lua: Error" not in err, err
+    assert "Lua Error" not in out, out[out.index("Lua Error") - 200 :][:2000]
+    return out
+
+
+def dissector(protocol: str, factory: pytest.TempPathFactory) -> Path:
+    """The Lua file `ripple wireshark --protocol PROTOCOL` writes (for a
+    module-scoped fixture)."""
+    require_tshark()
+    path = factory.mktemp(f"ws-{protocol}") / f"{protocol}.lua"
+    ripple("wireshark", "--protocol", protocol, "-o", path)
+    return path
+
+
+def port_of(endpoint: str) -> int:
+    """The port of jsonl's "src" or "dst" (`ADDRESS:PORT`)."""
+    return int(endpoint.rsplit(":", 1)[1])
+
+
+def jsonl(pcap: Path, *args: str) -> list[dict[str, Any]]:
+    # Exit status 1: problems found, which the lines show.
+    lines = ripple("decode", "--format", "jsonl", *args, pcap, codes=(0, 1)).splitlines()
+    return [json.loads(line) for line in lines]
+
+
+# ---------------------------------------------------------------- PDML
+
+
+@dataclass
+class Envelope:
+    """One message (a Ripple envelope, a sibling's frame) as tshark dissected it."""
+
+    packet: int  # frame number of the packet where it ends
+    node: ET.Element  # its <proto name=...>
+    ports: tuple[int, int] = (0, 0)  # TCP source and destination ports
+
+    def field(self, name: str) -> ET.Element | None:
+        return next((f for f in self.node.iter("field") if f.get("name") == name), None)
+
+    def show(self, name: str) -> str | None:
+        f = self.field(name)
+        return None if f is None else f.get("show")
+
+
+def _show(proto: ET.Element, name: str) -> str:
+    return next(f.get("show", "") for f in proto.iter("field") if f.get("name") == name)
+
+
+def envelopes(pdml: str, protocol: str = "ripple") -> list[Envelope]:
+    out = []
+    for packet in ET.fromstring(pdml).iter("packet"):
+        number, ports = 0, (0, 0)
+        for proto in packet.findall("proto"):
+            if proto.get("name") == "frame":
+                number = int(_show(proto, "frame.number"))
+            if proto.get("name") == "tcp":
+                ports = (int(_show(proto, "tcp.srcport")), int(_show(proto, "tcp.dstport")))
+            if proto.get("name") == protocol:
+                out.append(Envelope(number, proto, ports))
+    return out
+
+
+def _label(node: ET.Element) -> str:
+    """The text after `NAME: ` of an item's label: ripple's text of the value."""
+    return node.get("showname", "").split(": ", 1)[1]
+
+
+def _children(node: ET.Element) -> list[ET.Element]:
+    return [c for c in node if c.tag == "field"]
+
+
+def _string(node: ET.Element) -> Any:
+    return bytes_to_json(bytes.fromhex(node.get("value", "")))
+
+
+def value(t: FieldType, node: ET.Element) -> Any:
+    """A typed value's JSON as ripple prints it, from its tshark item."""
+    name = node.get("name")
+    if isinstance(t, OptionOf):
+        if name == "ripple.value.none":
+            return None
+        if isinstance(t.inner, OptionOf):
+            assert name == "ripple.value.some", name
+            return [value(t.inner, _children(node)[0])]
+        return value(t.inner, node)
+    if isinstance(t, ListOf):
+        assert name == "ripple.value.list", name
+        return [value(t.inner, c) for c in _children(node)]
+    if isinstance(t, RecordOf):
+        assert name == "ripple.value.record", name
+        kids = _children(node)
+        assert len(kids) == len(t.fields)
+        return {text(f.name): value(f.typ, c) for f, c in zip(t.fields, kids, strict=True)}
+    if isinstance(t, EnumOf):
+        return node.get("show")
+    assert isinstance(t, Prim)
+    if t.kind in ("Int", "Int32", "Int64"):
+        return int(node.get("show", ""))
+    if t.kind == "Float":
+        shown = _label(node)
+        x = parse_float(shown)
+        assert shown == float_atom(x).decode(), f"{shown} is not ripple's text of {x!r}"
+        return float_to_json(x)
+    if t.kind == "Bool":
+        return _label(node) == "true"
+    return _string(node)
+
+
+def _ints(env: Envelope, name: str) -> list[int]:
+    return [int(f.get("show", "")) for f in env.node.iter("field") if f.get("name") == name]
+
+
+def _strings(env: Envelope, name: str) -> list[Any]:
+    return [_string(f) for f in env.node.iter("field") if f.get("name") == name]
+
+
+def _watermark(env: Envelope) -> int | None:
+    w = _ints(env, "ripple.watermark_ns")
+    return w[0] if w else None
+
+
+def message(env: Envelope, schemas: dict[bytes, Schema]) -> dict[str, Any]:
+    """The envelope's "msg" in jsonl's shape, from tshark's fields."""
+    kind = env.show("ripple.type")
+    msg = env.field("ripple.msg")
+    assert msg is not None
+    if kind == "Delta":
+        fp = (env.show("ripple.schema") or "").encode()
+        s = schemas.get(fp)
+        head = {"source_output": _strings(env, "ripple.output")[0]}
+        tail = {"sequence_no": _ints(env, "ripple.sequence_no")[0], "watermark_ns": _watermark(env)}
+        if s is None:
+            raw = {n: bytes.fromhex(env.field(f"ripple.{n}").get("value", "")) for n in ("key_bytes", "delta_bytes")}  # type: ignore[union-attr]
+            return {
+                **head,
+                "schema_known": False,
+                **{n: base64.b64encode(b).decode() for n, b in raw.items()},
+                **tail,
+            }
+        key = env.field("ripple.key")
+        delta = env.field("ripple.delta")
+        assert key is not None and delta is not None
+        op = delta.get("show")
+        if op == "set":
+            kids = _children(delta)
+            row = {text(f.name): value(f.typ, c) for f, c in zip(s.fields, kids, strict=True)}
+            d: dict[str, Any] = {"op": "set", "row": row}
+        elif op == "patch":
+            by_name = {text(f.name): f for f in s.fields}
+            updates = []
+            for u in _children(delta):
+                name = u.get("show", "")
+                updates.append({"field": name, "value": value(by_name[name].typ, _children(u)[0])})
+            d = {"op": "patch", "updates": updates}
+        else:
+            d = {"op": "remove"}
+        return {**head, "key": value(s.key, _children(key)[0]), "delta": d, **tail}
+    if kind == "Heartbeat":
+        load = env.field("ripple.load")
+        assert load is not None
+        return {
+            "worker_id": _strings(env, "ripple.worker")[0],
+            "timestamp_ns": _ints(env, "ripple.timestamp_ns")[0],
+            "load": float_to_json(parse_float(_label(load))),
+        }
+    if kind == "Checkpoint_request":
+        return {
+            "checkpoint_id": _ints(env, "ripple.checkpoint_id")[0],
+            "requested_at_ns": _ints(env, "ripple.requested_at_ns")[0],
+        }
+    if kind == "Checkpoint_ack":
+        outs, seqs = _strings(env, "ripple.position.output"), _ints(env, "ripple.position.sequence_no")
+        return {
+            "worker_id": _strings(env, "ripple.worker")[0],
+            "checkpoint_id": _ints(env, "ripple.checkpoint_id")[0],
+            "positions": [{"output": o, "sequence_no": q} for o, q in zip(outs, seqs, strict=True)],
+        }
+    if kind == "Schema_negotiation":
+        ok = env.field("ripple.ok")
+        assert ok is not None
+        return {"ok": ok.get("show") in ("1", "True"), "errors": _strings(env, "ripple.errors")}
+    assert kind == "Handshake", kind
+    outs = _strings(env, "ripple.handshake.output")
+    names = [
+        bytes.fromhex(f.get("value", ""))
+        for f in env.node.iter("field")
+        if f.get("name") == "ripple.handshake.schema.name"
+    ]
+    versions = _ints(env, "ripple.handshake.schema.version")
+    fps = [bytes_to_json(n + b"/v%d" % v) for n, v in zip(names, versions, strict=True)]
+    return {
+        "source_worker_id": _strings(env, "ripple.worker")[0],
+        "outputs": list(zip(outs, fps, strict=True)),
+        "protocol_version": _ints(env, "ripple.protocol_version")[0],
+    }
+
+
+def handshake_view(msg: dict[str, Any]) -> dict[str, Any]:
+    """What the dissector's Handshake fields hold of jsonl's Handshake."""
+    return {
+        "source_worker_id": msg["source_worker_id"],
+        "outputs": [(o["output"], o["schema"]["fingerprint"]) for o in msg["output_schemas"]],
+        "protocol_version": msg["protocol_version"],
+    }
