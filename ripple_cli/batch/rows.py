@@ -30,6 +30,8 @@ from ripple_cli.sexp.write import to_string
 if TYPE_CHECKING:
     from ripple_cli.codec.fast._speedups import Program
 
+    from .tablefiles import TaskTables
+
 Row = tuple[Any, ...]  # the values of COLUMNS, in order
 
 # (name, type) in table order.  Types are Arrow/Spark names: string, int32,
@@ -135,8 +137,9 @@ class RowBuilder:
     stream's Handshakes to give each row its worker; `worker` seeds it when
     the stream is entered part-way (a byte range of a large file)."""
 
-    def __init__(self, where: Where, worker: bytes | None = None) -> None:
+    def __init__(self, where: Where, worker: bytes | None = None, typed: TaskTables | None = None) -> None:
         self.where = where
+        self.typed = typed  # export --tables: each decoded Delta also goes to its typed table
         self._base = where.columns()
         self.worker = worker
         self._worker_text = None if worker is None else _text(worker)
@@ -230,7 +233,7 @@ class RowBuilder:
         hour = time[:13] if time.endswith("Z") else None
         if isinstance(body, DeltaView):
             key, key_json, delta, delta_json = self._delta(body, f.payload)
-            return (
+            row = (
                 *head,
                 self._worker_text,
                 _text(body.source_output),
@@ -244,6 +247,9 @@ class RowBuilder:
                 None,  # msg_json
                 hour,
             )
+            if self.typed is not None:
+                self.typed.add(row, body)
+            return row
         if isinstance(body, DeltaMsg):
             return (
                 *head,

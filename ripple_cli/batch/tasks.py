@@ -24,6 +24,7 @@ import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ripple_cli.capture.events import CaptureEvent, Endpoint, StreamId
 from ripple_cli.capture.formats import sniff_format
@@ -47,6 +48,9 @@ from ripple_cli.sources.inputs import input_events
 
 from .rows import Row, RowBuilder, Where
 from .split import first_envelope
+
+if TYPE_CHECKING:
+    from .tablefiles import TaskTables  # pyarrow's: imported only where --tables writes
 
 CHUNK = 1 << 20
 # Problems of the framer (a damaged region, not a framed envelope).
@@ -172,9 +176,14 @@ class RowSink(BaseSink):
     takes_runs = False
 
     def __init__(
-        self, source: str, place: Callable[[StreamId, int | None], Where] | None = None, streams_only: bool = False
+        self,
+        source: str,
+        place: Callable[[StreamId, int | None], Where] | None = None,
+        streams_only: bool = False,
+        typed: TaskTables | None = None,
     ) -> None:
         self.source = source
+        self.typed = typed
         self.place = place  # where a row of a rotated connection is attributed
         self.streams_only = streams_only  # items of no stream (notes about a file) make no row
         self.builders: dict[StreamId | None, RowBuilder] = {}
@@ -184,7 +193,7 @@ class RowSink(BaseSink):
         stream = origin.stream
         b = self.builders.get(stream)
         if b is None:
-            b = self.builders[stream] = RowBuilder(Where(self.source, stream, origin.community_id))
+            b = self.builders[stream] = RowBuilder(Where(self.source, stream, origin.community_id), typed=self.typed)
         if self.place is not None and stream is not None:
             w = self.place(stream, origin.time_ns)
             b.place(Where(w.capture_file, w.stream, origin.community_id))
@@ -213,7 +222,7 @@ def demux_rows(events: Iterable[CaptureEvent], demux: Demux, sink: RowSink) -> I
 # ------------------------------------------------------------------ raw
 
 
-def raw_range_rows(task: RawRange, settings: Settings) -> Iterator[Row]:
+def raw_range_rows(task: RawRange, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
     """The rows of the messages and problems that start in [start, end)."""
     if task.start >= task.end:
         return
@@ -231,7 +240,7 @@ def raw_range_rows(task: RawRange, settings: Settings) -> Iterator[Row]:
         if first is None:
             return
         decoder = StreamDecoder(settings.registry(), DeltaMode.DECODE, settings.max_payload, start_offset=first)
-        builder = RowBuilder(Where(task.path), task.worker)
+        builder = RowBuilder(Where(task.path), task.worker, typed)
         f.seek(first)
         while True:
             chunk = f.read(CHUNK)
@@ -261,7 +270,7 @@ def _row(builder: RowBuilder, ev: Event) -> Row:
 # ------------------------------------------------------------------ captures
 
 
-def capture_rows(task: CaptureFile, settings: Settings) -> Iterator[Row]:
+def capture_rows(task: CaptureFile, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
     rotated = task.rotated
 
     def want(stream: StreamId | None) -> bool:
@@ -269,7 +278,7 @@ def capture_rows(task: CaptureFile, settings: Settings) -> Iterator[Row]:
 
     demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want)
     events = input_events(settings.file(task.path), io.BytesIO(), settings.ports, settings.max_flows, task.path)
-    return demux_rows(events, demux, RowSink(task.path))
+    return demux_rows(events, demux, RowSink(task.path, typed=typed))
 
 
 RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
@@ -297,7 +306,9 @@ def rotated_frames(task: RotatedPart, settings: Settings) -> Iterator[tuple[Conn
                 yield key, (task.rank, i, time_ns, lt, frame)
 
 
-def rotated_rows(group: Rotated, frames: Iterable[RankedFrame], settings: Settings) -> Iterator[Row]:
+def rotated_rows(
+    group: Rotated, frames: Iterable[RankedFrame], settings: Settings, typed: TaskTables | None = None
+) -> Iterator[Row]:
     """One connection's packets from all its files, reassembled in capture
     order (file, then packet) as if they were one capture, and decoded."""
     ordered = sorted(frames, key=lambda fr: (fr[0], fr[1]))
@@ -307,10 +318,17 @@ def rotated_rows(group: Rotated, frames: Iterable[RankedFrame], settings: Settin
     )
     demux = ripple_demux(name, settings, DeltaMode.DECODE)
     # Notes about a file (no stream) are its CaptureFile task's.
-    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True))
+    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True, typed=typed))
 
 
-def task_rows(task: Task, settings: Settings) -> Iterator[Row]:
+def task_rows(task: Task, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
     if isinstance(task, RawRange):
-        return raw_range_rows(task, settings)
-    return capture_rows(task, settings)
+        return raw_range_rows(task, settings, typed)
+    return capture_rows(task, settings, typed)
+
+
+def typed_rows(rows: Iterator[Row], typed: TaskTables | None) -> Iterator[Row]:
+    """`rows`, then the task's typed part files closed (written whole)."""
+    yield from rows
+    if typed is not None:
+        typed.close()

@@ -1,0 +1,98 @@
+"""One task's share of the typed tables, written as it goes: a Parquet part
+file per table the task has rows for (zstd), the same from a Spark
+executor and in-process.
+
+A part file is named by the task's number (`part-NNNNN.parquet`) and
+written under a hidden name first, renamed once whole: a task Spark runs
+again writes the same file again, and readers (Spark, pyarrow) skip the
+hidden names of a task still running or lost.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from ripple_cli.codec.messages import DeltaView
+
+from .rows import COLUMN_NAMES, Row
+from .tables import CONTEXT, Layout, TableRows
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+
+BATCH_ROWS = 8192
+RIPPLE_DIR = "ripple"  # OUT/ripple/OUTPUT/: the typed tables of Ripple's source outputs
+
+# Each context column's place in an all-messages row (time: the nanoseconds, made a timestamp later).
+_CONTEXT_INDEX = tuple(COLUMN_NAMES.index("time_ns" if f.name == "time" else f.name) for f in CONTEXT)
+_OUTPUT = COLUMN_NAMES.index("source_output")
+
+
+def dir_name(name: str) -> str:
+    """A table's directory: the output's name, %-escaped where a file name
+    could not hold it, and never hidden from readers (a leading . or _)."""
+    text = quote(name, safe="@~_-.+=,")
+    if not text or text in (".", "..") or text[0] in "._":
+        text = f"%{ord(text[0]) if text else 0:02X}{text[1:]}" if text else "%00"
+    return text
+
+
+class TaskTables:
+    """The rows one task gives each typed table; `close` writes the rest."""
+
+    def __init__(self, out: str, layout: Layout, task: int) -> None:
+        self.out = out
+        self.layout = layout
+        self.task = task
+        self.tables: dict[tuple[str, str], TableRows] = {}
+        self.files: dict[tuple[str, str], tuple[str, str, pq.ParquetWriter]] = {}  # (path, its hidden name, writer)
+        self.rows = 0
+
+    def add(self, row: Row, body: DeltaView) -> None:
+        output = row[_OUTPUT]
+        w = self.layout.writer(body.schema.schema)
+        where = (output, w.shape.suffix)
+        t = self.tables.get(where)
+        if t is None:
+            t = self.tables[where] = TableRows(w.shape)
+        t.add(tuple(row[i] for i in _CONTEXT_INDEX), w, body)
+        self.rows += 1
+        if len(t) >= BATCH_ROWS:
+            self._write(where, t)
+
+    def _write(self, where: tuple[str, str], t: TableRows) -> None:
+        import pyarrow.parquet as pq
+
+        batch = t.take()
+        f = self.files.get(where)
+        if f is None:
+            d = os.path.join(self.out, RIPPLE_DIR, dir_name(where[0] + where[1]))
+            os.makedirs(d, exist_ok=True)
+            path = os.path.join(d, f"part-{self.task:05d}.parquet")
+            tmp = os.path.join(d, f".part-{self.task:05d}.parquet.tmp")
+            f = self.files[where] = (path, tmp, pq.ParquetWriter(tmp, batch.schema, compression="zstd"))
+        f[2].write_batch(batch)
+
+    def close(self) -> None:
+        for where, t in self.tables.items():
+            if len(t):
+                self._write(where, t)
+        for path, tmp, writer in self.files.values():
+            writer.close()
+            os.replace(tmp, path)
+        self.files.clear()
+        self.tables.clear()
+
+
+class TypedOut:
+    """Where the typed tables go and their layout: handed to every task
+    (picklable), which makes its own `TaskTables` from it."""
+
+    def __init__(self, out: str, layout: Layout) -> None:
+        self.out = out
+        self.layout = layout
+
+    def task(self, number: int) -> TaskTables:
+        return TaskTables(self.out, self.layout, number)
