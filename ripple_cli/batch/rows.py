@@ -86,6 +86,16 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "backslashreplace")
 
 
+def clean_text(s: str) -> str:
+    """Text made from wire names with surrogateescape (codec/schema.py
+    `text`) as valid UTF-8: the bytes that were not as \\xNN escapes."""
+    try:
+        s.encode()
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return s
+
+
 # json.dumps with these arguments, without building an encoder per call
 # (check_circular off: decoded values are trees).
 _json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False).encode
@@ -266,7 +276,7 @@ class RowBuilder:
                 hour,
             )
         worker = _text(body.worker_id) if isinstance(body, (Heartbeat, CheckpointAck)) else self._worker_text
-        return (*head, worker, *_NO_DELTA, _json(body_to_json(body)), hour)
+        return (*head, worker, *_NO_DELTA, clean_text(_json(body_to_json(body))), hour)
 
     def problem(self, p: Problem, capture_time_ns: int | None) -> Row:
         return (

@@ -165,11 +165,12 @@ class Layout:
 
 
 def table_metadata(fields: Sequence[pa.Field]) -> dict[bytes, bytes]:
-    """ripple.table_version, and pandas metadata that gives the nullable
-    integer, boolean and float columns pandas' nullable dtypes: pandas'
-    default read would make them float64 (and lose the low bits of large
-    integers) as soon as one value is null."""
-    dtypes = {pa.int64(): "Int64", pa.int32(): "Int32", pa.bool_(): "boolean", pa.float64(): "Float64"}
+    """ripple.table_version, and pandas metadata that gives the integer and
+    boolean columns pandas' nullable dtypes: pandas' default read would make
+    them float64 (and lose the low bits of large integers) as soon as one
+    value is null.  Doubles stay float64, null as NaN: pandas' Float64
+    would read a NaN value as missing."""
+    dtypes = {pa.int64(): "Int64", pa.int32(): "Int32", pa.bool_(): "boolean"}
     columns = [
         {
             "name": f.name,

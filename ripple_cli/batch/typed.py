@@ -65,7 +65,8 @@ def converter(t: FieldType) -> Convert:
     if isinstance(t, Prim):
         return _string if t.kind == "String" else None
     if isinstance(t, EnumOf):
-        return None
+        # A constructor's text keeps bytes that are not UTF-8 as surrogates.
+        return None if all(_utf8(n) for n in t.names) else _enum_text
     if isinstance(t, OptionOf):
         return _option(t)
     if isinstance(t, ListOf):
@@ -74,6 +75,18 @@ def converter(t: FieldType) -> Convert:
             return None
         return lambda v: [inner(x) for x in v]
     return _record(t)
+
+
+def _utf8(name: bytes) -> bool:
+    try:
+        name.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _enum_text(v: str) -> str:
+    return v.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _option(t: OptionOf) -> Convert:
