@@ -9,8 +9,9 @@ the versions of a schema name that `check_backward` accepts, each newer
 version reading the one before, share one table whose columns are the
 union of their fields (the newest version's type for a field they share);
 a version that breaks the chain starts a table of its own, named with the
-suffix `@NAME_vVERSION` of its group's oldest version.  The newest group of
-each name keeps the plain name.
+suffix `@NAME_vVERSION` of its group's oldest version.  The oldest group of
+each name keeps the plain name (what a table is called does not change when
+newer data brings a new, incompatible version).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ class Layout:
         for name, versions in by_name.items():
             groups = _groups(versions)
             for i, group in enumerate(groups):
-                suffix = "" if i == len(groups) - 1 else f"@{name_text(name)}_v{group[0].version}"
+                suffix = "" if i == 0 else f"@{name_text(name)}_v{group[0].version}"
                 shape = _shape(group, suffix)
                 for s in group:
                     writers[s] = _writer(shape, s)

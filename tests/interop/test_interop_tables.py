@@ -43,7 +43,9 @@ def test_typed_tables_hold_ocamls_values(ocaml_tools: OcamlTools, tmp_path: Path
             assert meta.metadata[b"ripple.table_version"] == TABLE_VERSION.encode()
             assert {meta.row_group(0).column(i).compression for i in range(meta.num_columns)} == {"ZSTD"}
         for row in table_rows(table):
-            assert row.pop("worker") is not None  # from the stream's Handshake, which the JSON of a Delta does not repeat
+            assert (
+                row.pop("worker") is not None
+            )  # from the stream's Handshake, which the JSON of a Delta does not repeat
             got[(output, row["offset"])] = row
         assert pandas_exact(table) >= 8
     assert len(got) == len(expected) > COUNT // 2
