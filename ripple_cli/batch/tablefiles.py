@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ripple_cli.codec.messages import DeltaView
+from ripple_cli.protocols import registry
+from ripple_cli.protocols.base import ProtoMessage
 
-from .rows import COLUMN_NAMES, Row
+from .rows import COLUMN_NAMES, Row, Where
+from .siblings import SiblingRows, sibling_dirs, unify
 from .tables import CONTEXT, Layout, TableRows
 
 if TYPE_CHECKING:
@@ -49,6 +52,32 @@ class TaskTables:
         self.tables: dict[tuple[str, str], TableRows] = {}
         self.files: dict[tuple[str, str], tuple[str, str, pq.ParquetWriter]] = {}  # (path, its hidden name, writer)
         self.rows = 0
+        self.siblings: dict[tuple[str, str], SiblingRows] = {}  # by (protocol, message type)
+        self._parts: dict[tuple[str, str], int] = {}  # sibling part files written so far, by table
+
+    def sibling(self, where: Where, time_ns: int | None, msg: ProtoMessage) -> None:
+        """A sibling protocol's message, to its (protocol, type) table."""
+        table = (msg.protocol, msg.type)
+        t = self.siblings.get(table)
+        if t is None:
+            t = self.siblings[table] = SiblingRows()
+        t.add((*where.columns(), time_ns, time_ns, msg.offset, msg.size), msg)
+        if len(t) >= BATCH_ROWS:
+            self._write_sibling(table, t)
+
+    def _write_sibling(self, table: tuple[str, str], t: SiblingRows) -> None:
+        # Each batch a file of its own: its column types are its rows' (unify
+        # makes the files agree once every task is done).
+        import pyarrow.parquet as pq
+
+        d = os.path.join(self.out, dir_name(table[0]), dir_name(table[1]))
+        os.makedirs(d, exist_ok=True)
+        k = self._parts.get(table, 0)
+        self._parts[table] = k + 1
+        name = f"part-{self.task:05d}-{k:04d}.parquet"
+        tmp = os.path.join(d, f".{name}.tmp")
+        pq.write_table(t.take(), tmp, compression="zstd")
+        os.replace(tmp, os.path.join(d, name))
 
     def add(self, row: Row, body: DeltaView) -> None:
         output = row[_OUTPUT]
@@ -82,8 +111,12 @@ class TaskTables:
         for path, tmp, writer in self.files.values():
             writer.close()
             os.replace(tmp, path)
+        for table, st in self.siblings.items():
+            if len(st):
+                self._write_sibling(table, st)
         self.files.clear()
         self.tables.clear()
+        self.siblings.clear()
 
 
 class TypedOut:
@@ -96,3 +129,9 @@ class TypedOut:
 
     def task(self, number: int) -> TaskTables:
         return TaskTables(self.out, self.layout, number)
+
+
+def finish_tables(out: str) -> None:
+    """Once every task is done: the sibling tables' part files made to agree."""
+    for d in sibling_dirs(out, [name for name in registry.names() if name != RIPPLE_DIR]):
+        unify(d)

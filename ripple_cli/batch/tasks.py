@@ -39,9 +39,10 @@ from ripple_cli.codec.schema import Schema
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.pipeline import BaseSink, steps
 from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
-from ripple_cli.protocols.base import DissectOptions, LaneKind
+from ripple_cli.protocols.base import DissectOptions, LaneKind, ProtoMessage
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
+from ripple_cli.protocols.registry import AUTO
 from ripple_cli.protocols.ripple.decoder import Event, StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.inputs import input_events
@@ -159,13 +160,15 @@ def ripple_demux(
     want: Callable[[StreamId | None], bool] | None = None,
     lane: LaneKind | None = None,
     registry: SchemaRegistry | None = None,
+    siblings: bool = False,
 ) -> Demux:
-    """A Demux that decodes Ripple connections only (found by content, or
-    by --port): the table has Ripple's columns.  The sibling protocols may
-    have tables of their own later."""
+    """A Demux that decodes Ripple connections (found by content, or by
+    --port): the all-messages table has Ripple's columns.  With `siblings`
+    (export --tables), the sibling protocols' connections too, for their
+    own tables."""
     reg = settings.registry() if registry is None else registry
     options = DissectOptions(max_payload=settings.max_payload, registry=reg, deltas=mode, lane=lane)
-    choice = ProtocolChoice(protocol=RIPPLE, ports=settings.ports, options=options)
+    choice = ProtocolChoice(protocol=AUTO if siblings else RIPPLE, ports=settings.ports, options=options)
     return Demux(source, choice, want=want, seed=settings.community_id_seed)
 
 
@@ -188,6 +191,13 @@ class RowSink(BaseSink):
         self.streams_only = streams_only  # items of no stream (notes about a file) make no row
         self.builders: dict[StreamId | None, RowBuilder] = {}
         self.rows: list[Row] = []
+        # The Demux's verdict on a stream's protocol (`attach`): only Ripple's
+        # streams make rows of the all-messages table.
+        self.protocol_of: Callable[[StreamId | None], str | None] = lambda _stream: RIPPLE
+
+    def attach(self, demux: Demux) -> RowSink:
+        self.protocol_of = demux.protocol_of
+        return self
 
     def builder(self, origin: Origin) -> RowBuilder:
         stream = origin.stream
@@ -200,12 +210,17 @@ class RowSink(BaseSink):
         return b
 
     def message(self, origin: Origin, msg: Decoded) -> None:
-        assert isinstance(msg, Message)  # the Demux decodes Ripple only (ripple_demux)
-        if origin.stream is not None or not self.streams_only:
+        if origin.stream is None and self.streams_only:
+            return
+        if isinstance(msg, Message):
             self.rows.append(self.builder(origin).message(msg, origin.time_ns))
+        elif self.typed is not None and isinstance(msg, ProtoMessage):  # a sibling's: its own table only
+            self.typed.sibling(self.builder(origin).where, origin.time_ns, msg)
 
     def problem(self, origin: Origin, problem: Problem) -> None:
-        if origin.stream is not None or not self.streams_only:
+        if origin.stream is None and self.streams_only:
+            return
+        if self.protocol_of(origin.stream) in (RIPPLE, None):
             self.rows.append(self.builder(origin).problem(problem, origin.time_ns))
 
     def take(self) -> list[Row]:
@@ -276,9 +291,9 @@ def capture_rows(task: CaptureFile, settings: Settings, typed: TaskTables | None
     def want(stream: StreamId | None) -> bool:
         return stream is None or conn_key(stream) not in rotated
 
-    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want)
+    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, siblings=typed is not None)
     events = input_events(settings.file(task.path), io.BytesIO(), settings.ports, settings.max_flows, task.path)
-    return demux_rows(events, demux, RowSink(task.path, typed=typed))
+    return demux_rows(events, demux, RowSink(task.path, typed=typed).attach(demux))
 
 
 RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
@@ -316,9 +331,9 @@ def rotated_rows(
     events: Iterator[CaptureEvent] = frame_events(
         ((t, lt, fr) for _r, _i, t, lt, fr in ordered), name, settings.capture_options()
     )
-    demux = ripple_demux(name, settings, DeltaMode.DECODE)
+    demux = ripple_demux(name, settings, DeltaMode.DECODE, siblings=typed is not None)
     # Notes about a file (no stream) are its CaptureFile task's.
-    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True, typed=typed))
+    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True, typed=typed).attach(demux))
 
 
 def task_rows(task: Task, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:

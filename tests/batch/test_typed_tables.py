@@ -9,6 +9,7 @@ OCaml's adversarial streams)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -16,17 +17,21 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from ripple_cli.batch.rows import COLUMN_NAMES
+from ripple_cli.batch.rows import COLUMN_NAMES, Where
+from ripple_cli.batch.siblings import SiblingRows, unify
+from ripple_cli.batch.tablefiles import finish_tables
 from ripple_cli.batch.tables import TABLE_VERSION
 from ripple_cli.codec.delta import REMOVE, CompiledSchema, Patch, SetRow
 from ripple_cli.codec.messages import FIXED_FINGERPRINTS, DeltaView, Handshake
 from ripple_cli.codec.schema import FLOAT, INT, STRING, Field, OptionOf, Schema
+from ripple_cli.protocols.base import ProtoMessage
 from tests.batch.streams import Direction, at
 from tests.batch.test_spark_export import in_process_rows, table_rows
 from tests.batch.typedkit import export_tables, pandas_exact
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 Row = dict[str, Any]
+EXAMPLES = ROOT / "examples"
 DEMO_TABLES = ["book", "positions", "trades", "vwap"]  # the example's outputs with a schema (not orders/v3)
 TYPE, SCHEMA_KNOWN = COLUMN_NAMES.index("type"), COLUMN_NAMES.index("schema_known")
 
@@ -135,3 +140,91 @@ def test_compatible_versions_share_a_table(tmp_path: Path) -> None:
     ]
     assert str(pq.read_schema(out / "ripple" / "px" / "part-00000.parquet").field("price").type) == "double"
     assert str(pq.read_schema(out / "ripple" / "px@px_v3" / "part-00000.parquet").field("price").type) == "int64"
+
+
+# ------------------------------------------------------------------ sibling protocols
+
+SIBLING_CAPTURES = ("beats.pcap", "rstmdb.pcap", "pravega.pcap", "streams.pcap")
+CONTEXT = ("capture_file", "connection", "direction", "src", "dst", "community_id", "capture_time_ns", "offset", "size")
+
+
+def _flat_json(fields: dict[str, Any]) -> dict[str, Any]:
+    """What a sibling table's columns hold: objects one level down as
+    columns, deeper objects and arrays as compact JSON text."""
+
+    def cell(v: Any) -> Any:
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":")) if isinstance(v, (dict, list)) else v
+
+    out: dict[str, Any] = {}
+    for k, v in fields.items():
+        if isinstance(v, dict) and v:
+            out.update({f"{k}.{k2}": cell(v2) for k2, v2 in v.items()})
+        else:
+            out[k] = cell(v)
+    return out
+
+
+def test_sibling_protocols_get_tables_of_their_own(tmp_path: Path) -> None:
+    inputs = [str(EXAMPLES / name) for name in SIBLING_CAPTURES]
+    out = tmp_path / "out"
+    export_tables(inputs, out)
+    finish_tables(str(out))
+    expected: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for path in inputs:
+        done = run_cli(["decode", "-F", "json", path])
+        assert done.code == 0, done.stderr
+        for m in json.loads(done.stdout):
+            if m["protocol"] == "ripple":
+                continue
+            fields = {k: v for k, v in m.items() if k not in ("v", "source", "capture_time", "protocol", "type")}
+            row = {c: fields.pop(c) for c in CONTEXT if c != "capture_file"}
+            expected[(m["protocol"], m["type"])].append({"capture_file": path, **row, **_flat_json(fields)})
+    protocols = {p for p, _ in expected}
+    assert protocols == {"lumberjack", "rcp", "pravega", "reactive-streams"}
+    assert {p.name for p in out.iterdir()} - {"messages"} == protocols  # no Ripple in these captures
+    for (protocol, typ), rows in expected.items():
+        table = out / protocol / typ
+        schemas = {pq.read_schema(f).remove_metadata() for f in table.iterdir()}
+        assert len(schemas) == 1  # every part file the same columns
+        got = sorted(pq.read_table(table).to_pylist(), key=lambda r: (r["capture_file"], r["connection"], r["offset"]))
+        for r in got:
+            assert r.pop("capture_time") is not None
+        names = set(got[0])
+        want = [{n: r.get(n) for n in names} for r in rows]
+        assert set().union(*(r.keys() for r in rows)) == names
+        assert got == sorted(want, key=lambda r: (r["capture_file"], r["connection"], r["offset"])), (protocol, typ)
+    # The Lumberjack events' fields and the RCP ops as columns, no JSON.
+    events = pq.read_table(out / "lumberjack" / "Json").to_pylist()
+    assert [e["event.host"] for e in events][:2] == ["web-1", "web-1"]
+    assert {r["op"] for r in pq.read_table(out / "rcp" / "Request").to_pylist()} >= {"HELLO"}
+
+
+def test_sibling_part_files_agree(tmp_path: Path) -> None:
+    """Two tasks that saw a field with different types: unify gives every
+    part file the same columns (null -> the other's type, int64 beside
+    double -> double, otherwise string)."""
+    d = tmp_path / "lumberjack" / "Json"
+    d.mkdir(parents=True)
+    where = Where("a.pcap")
+
+    def part(name: str, values: list[dict[str, Any]]) -> None:
+        rows = SiblingRows()
+        for i, fields in enumerate(values):
+            rows.add((*where.columns(), None, None, i, 10), ProtoMessage("lumberjack", i, 10, "Json", b"", fields, ""))
+        pq.write_table(rows.take(), d / name)
+
+    part("part-00000-0000.parquet", [{"a": 1, "b": 1, "c": None, "d": True}])
+    part("part-00001-0000.parquet", [{"a": 1.5, "b": "x", "c": 7}, {"a": None, "b": None, "c": None, "e": {"k": [1]}}])
+    unify(str(d))
+    types = {f.name: str(f.type) for f in pq.read_schema(d / "part-00000-0000.parquet") if f.name in "abcde.k"}
+    assert types == {"a": "double", "b": "string", "c": "int64", "d": "bool", "e.k": "string"}
+    assert (
+        pq.read_schema(d / "part-00001-0000.parquet").remove_metadata()
+        == pq.read_schema(d / "part-00000-0000.parquet").remove_metadata()
+    )
+    rows = pq.read_table(d).to_pylist()
+    assert [(r["a"], r["b"], r["c"], r["d"], r["e.k"]) for r in rows] == [
+        (1.0, "1", None, True, None),
+        (1.5, "x", 7, None, None),
+        (None, None, None, None, "[1]"),
+    ]

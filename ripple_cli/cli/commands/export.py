@@ -23,6 +23,12 @@ FORMATS = ("parquet", "jsonl", "csv")
 MESSAGES_DIR = "messages"  # OUT/messages/: the all-messages table, with --tables
 
 
+def finish_tables(where: str) -> None:
+    from ripple_cli.batch.tablefiles import finish_tables as finish
+
+    finish(where)
+
+
 def typed_out(where: str, plan: Plan, tables: bool) -> TypedOut | None:
     """--tables: the typed tables' directory and layout (from every schema of the run)."""
     if not tables:
@@ -111,6 +117,8 @@ def export(
 
         plan = run.plan_in_process()
         rows, problems = write_local(plan, messages, fmt, partition, overwrite, typed_out(where, plan, tables))
+        if tables:
+            finish_tables(where)
         how = "; in-process, without Spark"
     else:
         with run.spark() as (session, watcher):
@@ -119,6 +127,8 @@ def export(
             plan = run.plan(session, watcher)
             frame, counters = run.frame(session, plan, typed_out(where, plan, tables))
             job.write_rows(frame, messages, fmt, partition, overwrite)
+            if tables:
+                finish_tables(where)
         rows, problems, how = counters.rows.value, counters.problems.value, ""
     part = "" if partition_by == "none" else f", partitioned by {partition_by}"
     if tables:
