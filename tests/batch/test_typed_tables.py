@@ -228,3 +228,9 @@ def test_sibling_part_files_agree(tmp_path: Path) -> None:
         (1.5, "x", 7, None, None),
         (None, None, None, None, "[1]"),
     ]
+
+
+def test_tables_are_parquet_only(tmp_path: Path) -> None:
+    res = run_cli(["export", "--tables", "-F", "csv", str(EXAMPLES / "demo.ripple"), "-o", str(tmp_path / "out")])
+    assert (res.code, res.stderr) == (2, "ripple: --tables: the typed tables are Parquet only (not -F csv)\n")
+    assert not (tmp_path / "out").exists()
