@@ -14,13 +14,14 @@ import os
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from ripple_cli.codec.delta import CompiledSchema
 from ripple_cli.codec.messages import DeltaView
 from ripple_cli.protocols import registry
 from ripple_cli.protocols.base import ProtoMessage
 
 from .rows import COLUMN_NAMES, Row, Where
 from .siblings import SiblingRows, sibling_dirs, unify
-from .tables import CONTEXT, Layout, TableRows
+from .tables import CONTEXT, Layout, TableRows, Writer
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -53,6 +54,8 @@ class TaskTables:
         self.files: dict[tuple[str, str], tuple[str, str, pq.ParquetWriter]] = {}  # (path, its hidden name, writer)
         self.rows = 0
         self.siblings: dict[tuple[str, str], SiblingRows] = {}  # by (protocol, message type)
+        # By the CompiledSchema itself (identity): hashing a Schema per Delta costs more than its row.
+        self._writers: dict[CompiledSchema, Writer] = {}
         self._parts: dict[tuple[str, str], int] = {}  # sibling part files written so far, by table
 
     def sibling(self, where: Where, time_ns: int | None, msg: ProtoMessage) -> None:
@@ -81,7 +84,9 @@ class TaskTables:
 
     def add(self, row: Row, body: DeltaView) -> None:
         output = row[_OUTPUT]
-        w = self.layout.writer(body.schema.schema)
+        w = self._writers.get(body.schema)
+        if w is None:
+            w = self._writers[body.schema] = self.layout.writer(body.schema.schema)
         where = (output, w.shape.suffix)
         t = self.tables.get(where)
         if t is None:
