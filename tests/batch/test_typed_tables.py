@@ -32,6 +32,7 @@ from tests.conftest import ROOT, run_cli
 
 Row = dict[str, Any]
 EXAMPLES = ROOT / "examples"
+SIBLING_CAPTURES = ("beats.pcap", "rstmdb.pcap", "pravega.pcap", "streams.pcap")  # one sibling protocol each
 DEMO_TABLES = ["book", "positions", "trades", "vwap"]  # the example's outputs with a schema (not orders/v3)
 TYPE, SCHEMA_KNOWN = COLUMN_NAMES.index("type"), COLUMN_NAMES.index("schema_known")
 
@@ -46,28 +47,42 @@ def typed_tables(out: Path) -> dict[str, list[Row]]:
 
 
 def test_spark_and_in_process_write_the_same_typed_tables(spark: Any, mixed_dir: Path, tmp_path: Path) -> None:
+    inputs = [str(mixed_dir), *(str(EXAMPLES / name) for name in SIBLING_CAPTURES)]
     out = tmp_path / "spark"
-    res = run_cli(["export", "--tables", "--split-size", "8192", str(mixed_dir), "-o", str(out)])
+    res = run_cli(["export", "--tables", "--split-size", "8192", *inputs, "-o", str(out)])
     assert res.code == 0, res.stderr
     assert res.stderr.startswith("export: ") and ", with typed tables) in " in res.stderr
     local = tmp_path / "local"
-    export_tables([str(mixed_dir)], local, 8192)
+    export_tables(inputs, local, 8192)
+    finish_tables(str(local))
 
     # The all-messages table, as without --tables, under OUT/messages.
-    assert table_rows(out / "messages") == in_process_rows([str(mixed_dir)], 8192)
+    messages = in_process_rows(inputs, 8192)
+    assert table_rows(out / "messages") == messages
     # The typed tables: the same part files (one per task that had rows), the same rows.
     assert sorted(p.name for p in (out / "ripple").iterdir()) == DEMO_TABLES
-    for d in (out / "ripple").iterdir():
+    tables = sorted(d for d in out.glob("*/*") if d.parent.name != "messages")
+    assert [d.relative_to(out) for d in tables] == sorted(
+        d.relative_to(local) for d in local.glob("*/*") if d.parent.name != "messages"
+    )
+    assert {d.parent.name for d in tables} == {"ripple", "lumberjack", "rcp", "pravega", "reactive-streams"}
+    for d in tables:
         names = sorted(p.name for p in d.iterdir())
-        assert names == sorted(p.name for p in (local / "ripple" / d.name).iterdir())
+        assert names == sorted(p.name for p in (local / d.relative_to(out)).iterdir())
         assert all(n.startswith("part-") for n in names)  # no hidden leftovers
         meta = pq.read_metadata(d / names[0])
         assert meta.metadata[b"ripple.table_version"] == TABLE_VERSION.encode()
         assert meta.row_group(0).column(0).compression == "ZSTD"
-    spark_tables, local_tables = typed_tables(out), typed_tables(local)
-    assert spark_tables == local_tables
+        key = (
+            _key
+            if d.parent.name == "ripple"
+            else (lambda r: (r["capture_file"], r["connection"], r["direction"], r["offset"]))
+        )
+        assert sorted(pq.read_table(d).to_pylist(), key=key) == sorted(
+            pq.read_table(local / d.relative_to(out)).to_pylist(), key=key
+        )
+    local_tables = typed_tables(local)
     # Every Delta with a schema is in its table (orders/v3 has none in the inputs).
-    messages = in_process_rows([str(mixed_dir)], 8192)
     deltas = sum(1 for r in messages if r[TYPE] == "Delta" and r[SCHEMA_KNOWN] is True)
     assert sum(len(rows) for rows in local_tables.values()) == deltas
 
@@ -144,7 +159,6 @@ def test_compatible_versions_share_a_table(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ sibling protocols
 
-SIBLING_CAPTURES = ("beats.pcap", "rstmdb.pcap", "pravega.pcap", "streams.pcap")
 CONTEXT = ("capture_file", "connection", "direction", "src", "dst", "community_id", "capture_time_ns", "offset", "size")
 
 
