@@ -32,12 +32,14 @@ from .plan import Plan, decode_plan, scan_tasks
 from .rows import COLUMNS, PROBLEM, Row
 from .scan import ScanResult, scan_task
 from .stats import STATS_COLUMNS, Record, StatsOptions, Timelines, report_and_timelines
-from .tasks import RotatedPart, Settings, Task, rotated_frames, rotated_rows, task_rows
+from .tasks import RotatedPart, Settings, Task, rotated_frames, rotated_rows, task_rows, typed_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from rich.progress import Progress
+
+    from .tablefiles import TypedOut
 
 
 class SparkFailed(RippleError):
@@ -291,8 +293,10 @@ class Counters:
         return int(self.rows.value - self.problems.value)
 
 
-def rows_frame(spark: SparkSession, plan: Plan) -> tuple[DataFrame, Counters]:
-    """The decoded rows as a DataFrame (lazy: nothing runs until it is used)."""
+def rows_frame(spark: SparkSession, plan: Plan, typed: TypedOut | None = None) -> tuple[DataFrame, Counters]:
+    """The decoded rows as a DataFrame (lazy: nothing runs until it is used).
+    With `typed`, each task also writes its typed tables' part files, from
+    the executor, as the frame is computed (export runs it once)."""
     from pyspark.sql import types as T
 
     settings = plan.settings
@@ -313,16 +317,17 @@ def rows_frame(spark: SparkSession, plan: Plan) -> tuple[DataFrame, Counters]:
         from ripple_cli.batch.arrow import record_batches
 
         for batch in batches:
-            for blob in batch.column("task").to_pylist():
+            for i, blob in zip(batch.column("i").to_pylist(), batch.column("task").to_pylist(), strict=True):
                 task: Task = pickle.loads(blob)
-                for out in record_batches(task_rows(task, settings)):
+                t = None if typed is None else typed.task(i)
+                for out in record_batches(typed_rows(task_rows(task, settings, t), t)):
                     n_rows.add(out.num_rows)
                     n_problems.add(out.num_rows - out.column("problem").null_count)
                     yield out
 
     frame: DataFrame = tasks_df.mapInArrow(decode, schema)
     if plan.rotated:
-        frame = frame.unionByName(_rotated_frame(spark, plan.rotated_parts, plan, schema, counters))
+        frame = frame.unionByName(_rotated_frame(spark, plan.rotated_parts, plan, schema, counters, typed))
     return frame, counters
 
 
@@ -334,18 +339,25 @@ def _count(counters: Counters, row: Row) -> Row:
 
 
 def _rotated_frame(
-    spark: SparkSession, parts: list[RotatedPart], plan: Plan, schema: Any, counters: Counters
+    spark: SparkSession, parts: list[RotatedPart], plan: Plan, schema: Any, counters: Counters, typed: TypedOut | None
 ) -> DataFrame:
     """Rotated connections: each file's packets of them, shuffled by
     connection, reassembled in capture order."""
     settings = plan.settings
     groups = plan.rotated
+    # Typed part files numbered after the tasks', as in-process (local.plan_rows).
+    numbers = {key: len(plan.tasks) + j for j, key in enumerate(groups)}
+
+    def connection_rows(key: Any, frames: Any) -> Iterator[Row]:
+        t = None if typed is None else typed.task(numbers[key])
+        return typed_rows(rotated_rows(groups[key], frames, settings, t), t)
+
     sc = spark.sparkContext
     rows = (
         sc.parallelize(parts, len(parts))
         .flatMap(lambda part: rotated_frames(part, settings))
         .groupByKey(max(1, min(len(groups), sc.defaultParallelism)))
-        .flatMap(lambda kv: rotated_rows(groups[kv[0]], kv[1], settings))
+        .flatMap(lambda kv: connection_rows(kv[0], kv[1]))
         .map(lambda row: _count(counters, row))
     )
     return spark.createDataFrame(rows, schema)
@@ -356,6 +368,8 @@ def _rotated_frame(
 
 def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
     writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
+    if fmt == "parquet":
+        writer = writer.option("compression", "zstd")
     if partition_by:
         writer = writer.partitionBy(partition_by)
     if fmt == "parquet":

@@ -17,10 +17,12 @@ from .inputs import InputFile
 from .plan import DEFAULT_SPLIT, Plan, decode_plan, scan_tasks
 from .rows import Row, row_dict
 from .scan import scan_task
-from .tasks import ConnKey, RankedFrame, Settings, rotated_frames, rotated_rows, task_rows
+from .tasks import ConnKey, RankedFrame, Settings, rotated_frames, rotated_rows, task_rows, typed_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from .tablefiles import TypedOut
 
 
 def plan_local(
@@ -34,17 +36,21 @@ def plan_local(
     return decode_plan(tasks, scans, settings, file_schemas)
 
 
-def plan_rows(plan: Plan) -> Iterator[Row]:
-    for task in plan.tasks:
-        yield from task_rows(task, plan.settings)
+def plan_rows(plan: Plan, typed: TypedOut | None = None) -> Iterator[Row]:
+    """Every task's rows, in task order; with `typed`, each task also
+    writes its typed part files (numbered as the Spark tasks number them)."""
+    for i, task in enumerate(plan.tasks):
+        t = None if typed is None else typed.task(i)
+        yield from typed_rows(task_rows(task, plan.settings, t), t)
     if plan.rotated:
         # The shuffle, in memory: each rotated connection's packets from all its files.
         frames: dict[ConnKey, list[RankedFrame]] = {}
         for part in plan.rotated_parts:
             for key, frame in rotated_frames(part, plan.settings):
                 frames.setdefault(key, []).append(frame)
-        for key, group in plan.rotated.items():
-            yield from rotated_rows(group, frames.get(key, []), plan.settings)
+        for j, (key, group) in enumerate(plan.rotated.items()):
+            t = None if typed is None else typed.task(len(plan.tasks) + j)
+            yield from typed_rows(rotated_rows(group, frames.get(key, []), plan.settings, t), t)
 
 
 def local_rows(
@@ -70,7 +76,9 @@ def local_batches(
     return record_batches(plan_rows(plan_local(inputs, settings, split_size, file_schemas)))
 
 
-def write_local(plan: Plan, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> tuple[int, int]:
+def write_local(
+    plan: Plan, out: str, fmt: str, partition_by: str | None, overwrite: bool, typed: TypedOut | None = None
+) -> tuple[int, int]:
     """`export` without Spark: the rows written to the directory OUT as
     Spark would lay them out (part files; a partition column as
     COLUMN=VALUE directories, left out of the files), read back the same
@@ -78,13 +86,14 @@ def write_local(plan: Plan, out: str, fmt: str, partition_by: str | None, overwr
     import pyarrow as pa
 
     from .arrow import ARROW_SCHEMA, record_batches
+    from .tables import table_metadata
 
     if partition_by and fmt != "parquet":
         raise UsageProblem(f"--partition-by {partition_by}: -F {fmt} is partitioned on Spark only (parquet is without)")
     counts = [0, 0]
 
     def counted() -> Iterator[pa.RecordBatch]:
-        for batch in record_batches(plan_rows(plan)):
+        for batch in record_batches(plan_rows(plan, typed)):
             counts[0] += batch.num_rows
             counts[1] += batch.num_rows - batch.column("problem").null_count
             yield batch
@@ -102,8 +111,11 @@ def write_local(plan: Plan, out: str, fmt: str, partition_by: str | None, overwr
         ds.write_dataset(
             counted(),
             out,
-            schema=ARROW_SCHEMA,
+            # Metadata Spark's writer cannot add: pandas' nullable dtypes for the
+            # nullable integer columns (tables.table_metadata).
+            schema=ARROW_SCHEMA.with_metadata(table_metadata(list(ARROW_SCHEMA))),
             format="parquet",
+            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
             partitioning=partitioning,
             basename_template="part-{i}.parquet",
             existing_data_behavior="error",

@@ -30,6 +30,8 @@ from ripple_cli.sexp.write import to_string
 if TYPE_CHECKING:
     from ripple_cli.codec.fast._speedups import Program
 
+    from .tablefiles import TaskTables
+
 Row = tuple[Any, ...]  # the values of COLUMNS, in order
 
 # (name, type) in table order.  Types are Arrow/Spark names: string, int32,
@@ -84,6 +86,16 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "backslashreplace")
 
 
+def clean_text(s: str) -> str:
+    """Text made from wire names with surrogateescape (codec/schema.py
+    `text`) as valid UTF-8: the bytes that were not as \\xNN escapes."""
+    try:
+        s.encode()
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return s
+
+
 # json.dumps with these arguments, without building an encoder per call
 # (check_circular off: decoded values are trees).
 _json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False).encode
@@ -135,8 +147,9 @@ class RowBuilder:
     stream's Handshakes to give each row its worker; `worker` seeds it when
     the stream is entered part-way (a byte range of a large file)."""
 
-    def __init__(self, where: Where, worker: bytes | None = None) -> None:
+    def __init__(self, where: Where, worker: bytes | None = None, typed: TaskTables | None = None) -> None:
         self.where = where
+        self.typed = typed  # export --tables: each decoded Delta also goes to its typed table
         self._base = where.columns()
         self.worker = worker
         self._worker_text = None if worker is None else _text(worker)
@@ -230,7 +243,7 @@ class RowBuilder:
         hour = time[:13] if time.endswith("Z") else None
         if isinstance(body, DeltaView):
             key, key_json, delta, delta_json = self._delta(body, f.payload)
-            return (
+            row = (
                 *head,
                 self._worker_text,
                 _text(body.source_output),
@@ -244,6 +257,9 @@ class RowBuilder:
                 None,  # msg_json
                 hour,
             )
+            if self.typed is not None:
+                self.typed.add(row, body)
+            return row
         if isinstance(body, DeltaMsg):
             return (
                 *head,
@@ -260,7 +276,7 @@ class RowBuilder:
                 hour,
             )
         worker = _text(body.worker_id) if isinstance(body, (Heartbeat, CheckpointAck)) else self._worker_text
-        return (*head, worker, *_NO_DELTA, _json(body_to_json(body)), hour)
+        return (*head, worker, *_NO_DELTA, clean_text(_json(body_to_json(body))), hour)
 
     def problem(self, p: Problem, capture_time_ns: int | None) -> Row:
         return (

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from .job import Counters, ProgressWatcher, Session
+    from .tablefiles import TypedOut
 
 
 @dataclass(frozen=True)
@@ -133,10 +134,10 @@ class BatchRun:
         watcher.label = "decode"
         return plan
 
-    def frame(self, session: Session, plan: Plan) -> tuple[DataFrame, Counters]:
+    def frame(self, session: Session, plan: Plan, typed: TypedOut | None = None) -> tuple[DataFrame, Counters]:
         from . import job
 
-        return job.rows_frame(session.spark, plan)
+        return job.rows_frame(session.spark, plan, typed)
 
     def describe_inputs(self, plan: Plan) -> str:
         raw = sum(1 for i in self.inputs if not i.is_capture)

@@ -24,6 +24,7 @@ import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ripple_cli.capture.events import CaptureEvent, Endpoint, StreamId
 from ripple_cli.capture.formats import sniff_format
@@ -38,15 +39,19 @@ from ripple_cli.codec.schema import Schema
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.pipeline import BaseSink, steps
 from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
-from ripple_cli.protocols.base import DissectOptions, LaneKind
+from ripple_cli.protocols.base import DissectOptions, LaneKind, ProtoMessage
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
+from ripple_cli.protocols.registry import AUTO
 from ripple_cli.protocols.ripple.decoder import Event, StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.inputs import input_events
 
 from .rows import Row, RowBuilder, Where
 from .split import first_envelope
+
+if TYPE_CHECKING:
+    from .tablefiles import TaskTables  # pyarrow's: imported only where --tables writes
 
 CHUNK = 1 << 20
 # Problems of the framer (a damaged region, not a framed envelope).
@@ -155,13 +160,15 @@ def ripple_demux(
     want: Callable[[StreamId | None], bool] | None = None,
     lane: LaneKind | None = None,
     registry: SchemaRegistry | None = None,
+    siblings: bool = False,
 ) -> Demux:
-    """A Demux that decodes Ripple connections only (found by content, or
-    by --port): the table has Ripple's columns.  The sibling protocols may
-    have tables of their own later."""
+    """A Demux that decodes Ripple connections (found by content, or by
+    --port): the all-messages table has Ripple's columns.  With `siblings`
+    (export --tables), the sibling protocols' connections too, for their
+    own tables."""
     reg = settings.registry() if registry is None else registry
     options = DissectOptions(max_payload=settings.max_payload, registry=reg, deltas=mode, lane=lane)
-    choice = ProtocolChoice(protocol=RIPPLE, ports=settings.ports, options=options)
+    choice = ProtocolChoice(protocol=AUTO if siblings else RIPPLE, ports=settings.ports, options=options)
     return Demux(source, choice, want=want, seed=settings.community_id_seed)
 
 
@@ -172,31 +179,48 @@ class RowSink(BaseSink):
     takes_runs = False
 
     def __init__(
-        self, source: str, place: Callable[[StreamId, int | None], Where] | None = None, streams_only: bool = False
+        self,
+        source: str,
+        place: Callable[[StreamId, int | None], Where] | None = None,
+        streams_only: bool = False,
+        typed: TaskTables | None = None,
     ) -> None:
         self.source = source
+        self.typed = typed
         self.place = place  # where a row of a rotated connection is attributed
         self.streams_only = streams_only  # items of no stream (notes about a file) make no row
         self.builders: dict[StreamId | None, RowBuilder] = {}
         self.rows: list[Row] = []
+        # The Demux's verdict on a stream's protocol (`attach`): only Ripple's
+        # streams make rows of the all-messages table.
+        self.protocol_of: Callable[[StreamId | None], str | None] = lambda _stream: RIPPLE
+
+    def attach(self, demux: Demux) -> RowSink:
+        self.protocol_of = demux.protocol_of
+        return self
 
     def builder(self, origin: Origin) -> RowBuilder:
         stream = origin.stream
         b = self.builders.get(stream)
         if b is None:
-            b = self.builders[stream] = RowBuilder(Where(self.source, stream, origin.community_id))
+            b = self.builders[stream] = RowBuilder(Where(self.source, stream, origin.community_id), typed=self.typed)
         if self.place is not None and stream is not None:
             w = self.place(stream, origin.time_ns)
             b.place(Where(w.capture_file, w.stream, origin.community_id))
         return b
 
     def message(self, origin: Origin, msg: Decoded) -> None:
-        assert isinstance(msg, Message)  # the Demux decodes Ripple only (ripple_demux)
-        if origin.stream is not None or not self.streams_only:
+        if origin.stream is None and self.streams_only:
+            return
+        if isinstance(msg, Message):
             self.rows.append(self.builder(origin).message(msg, origin.time_ns))
+        elif self.typed is not None and isinstance(msg, ProtoMessage):  # a sibling's: its own table only
+            self.typed.sibling(self.builder(origin).where, origin.time_ns, msg)
 
     def problem(self, origin: Origin, problem: Problem) -> None:
-        if origin.stream is not None or not self.streams_only:
+        if origin.stream is None and self.streams_only:
+            return
+        if self.protocol_of(origin.stream) in (RIPPLE, None):
             self.rows.append(self.builder(origin).problem(problem, origin.time_ns))
 
     def take(self) -> list[Row]:
@@ -213,7 +237,7 @@ def demux_rows(events: Iterable[CaptureEvent], demux: Demux, sink: RowSink) -> I
 # ------------------------------------------------------------------ raw
 
 
-def raw_range_rows(task: RawRange, settings: Settings) -> Iterator[Row]:
+def raw_range_rows(task: RawRange, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
     """The rows of the messages and problems that start in [start, end)."""
     if task.start >= task.end:
         return
@@ -231,7 +255,7 @@ def raw_range_rows(task: RawRange, settings: Settings) -> Iterator[Row]:
         if first is None:
             return
         decoder = StreamDecoder(settings.registry(), DeltaMode.DECODE, settings.max_payload, start_offset=first)
-        builder = RowBuilder(Where(task.path), task.worker)
+        builder = RowBuilder(Where(task.path), task.worker, typed)
         f.seek(first)
         while True:
             chunk = f.read(CHUNK)
@@ -261,15 +285,15 @@ def _row(builder: RowBuilder, ev: Event) -> Row:
 # ------------------------------------------------------------------ captures
 
 
-def capture_rows(task: CaptureFile, settings: Settings) -> Iterator[Row]:
+def capture_rows(task: CaptureFile, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
     rotated = task.rotated
 
     def want(stream: StreamId | None) -> bool:
         return stream is None or conn_key(stream) not in rotated
 
-    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want)
+    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, siblings=typed is not None)
     events = input_events(settings.file(task.path), io.BytesIO(), settings.ports, settings.max_flows, task.path)
-    return demux_rows(events, demux, RowSink(task.path))
+    return demux_rows(events, demux, RowSink(task.path, typed=typed).attach(demux))
 
 
 RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
@@ -297,7 +321,9 @@ def rotated_frames(task: RotatedPart, settings: Settings) -> Iterator[tuple[Conn
                 yield key, (task.rank, i, time_ns, lt, frame)
 
 
-def rotated_rows(group: Rotated, frames: Iterable[RankedFrame], settings: Settings) -> Iterator[Row]:
+def rotated_rows(
+    group: Rotated, frames: Iterable[RankedFrame], settings: Settings, typed: TaskTables | None = None
+) -> Iterator[Row]:
     """One connection's packets from all its files, reassembled in capture
     order (file, then packet) as if they were one capture, and decoded."""
     ordered = sorted(frames, key=lambda fr: (fr[0], fr[1]))
@@ -305,12 +331,19 @@ def rotated_rows(group: Rotated, frames: Iterable[RankedFrame], settings: Settin
     events: Iterator[CaptureEvent] = frame_events(
         ((t, lt, fr) for _r, _i, t, lt, fr in ordered), name, settings.capture_options()
     )
-    demux = ripple_demux(name, settings, DeltaMode.DECODE)
+    demux = ripple_demux(name, settings, DeltaMode.DECODE, siblings=typed is not None)
     # Notes about a file (no stream) are its CaptureFile task's.
-    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True))
+    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True, typed=typed).attach(demux))
 
 
-def task_rows(task: Task, settings: Settings) -> Iterator[Row]:
+def task_rows(task: Task, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
     if isinstance(task, RawRange):
-        return raw_range_rows(task, settings)
-    return capture_rows(task, settings)
+        return raw_range_rows(task, settings, typed)
+    return capture_rows(task, settings, typed)
+
+
+def typed_rows(rows: Iterator[Row], typed: TaskTables | None) -> Iterator[Row]:
+    """`rows`, then the task's typed part files closed (written whole)."""
+    yield from rows
+    if typed is not None:
+        typed.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,7 +15,30 @@ from ripple_cli.cli.options import OutputPath
 from ripple_cli.errors import InputUnreadable, UsageProblem
 from ripple_cli.terminal.environment import Environment
 
+if TYPE_CHECKING:
+    from ripple_cli.batch.plan import Plan
+    from ripple_cli.batch.tablefiles import TypedOut
+
 FORMATS = ("parquet", "jsonl", "csv")
+MESSAGES_DIR = "messages"  # OUT/messages/: the all-messages table, with --tables
+
+
+def finish_tables(where: str) -> None:
+    from ripple_cli.batch.tablefiles import finish_tables as finish
+
+    finish(where)
+
+
+def typed_out(where: str, plan: Plan, tables: bool) -> TypedOut | None:
+    """--tables: the typed tables' directory and layout (from every schema of the run)."""
+    if not tables:
+        return None
+    from ripple_cli.batch.tablefiles import TypedOut
+    from ripple_cli.batch.tables import Layout
+
+    return TypedOut(where, Layout(plan.settings.schemas))
+
+
 DEFAULT_PARTITION = "event_hour"
 
 
@@ -37,6 +62,12 @@ DEFAULT_PARTITION = "event_hour"
     help=f"Partition the output by this column; `none` for no partitioning. "
     f"Default: {DEFAULT_PARTITION} (the envelope time's hour) for parquet, none otherwise.",
 )
+@click.option(
+    "--tables",
+    is_flag=True,
+    help="Also write one typed table per source output (OUT/ripple/OUTPUT/: the key and the schema's "
+    "fields as columns); the all-messages table goes to OUT/messages/. Parquet only.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace OUT if it exists (default: refuse).")
 @batch_options
 @click.pass_obj
@@ -45,6 +76,7 @@ def export(
     out: str,
     fmt: str,
     partition_by: str | None,
+    tables: bool,
     overwrite: bool,
     batch: BatchArgs,
 ) -> int:
@@ -57,8 +89,11 @@ def export(
     rotated capture files is reassembled across them.  A Handshake anywhere
     in the input serves every task.  The rows are the same whatever the
     parallelism.  Exit status 0 once OUT is written: problems found in the
-    input are rows of the table (see the problem column).
+    input are rows of the table (see the problem column).  With --tables,
+    each source output's Deltas also go to a typed table of their own.
     """
+    if tables and fmt != "parquet":
+        raise UsageProblem(f"--tables: the typed tables are Parquet only (not -F {fmt})")
     if partition_by is None:
         partition_by = DEFAULT_PARTITION if fmt == "parquet" else "none"
     if partition_by != "none" and partition_by not in COLUMN_NAMES:
@@ -72,23 +107,34 @@ def export(
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.
     where = os.path.abspath(out)
+    messages = where
+    if tables:
+        if overwrite and os.path.isdir(where):
+            shutil.rmtree(where)  # the typed tables of an earlier run too
+        messages = os.path.join(where, MESSAGES_DIR)
     if run.without_spark("export"):
         from ripple_cli.batch.local import write_local
 
         plan = run.plan_in_process()
-        rows, problems = write_local(plan, where, fmt, partition, overwrite)
-        messages, how = rows - problems, "; in-process, without Spark"
+        rows, problems = write_local(plan, messages, fmt, partition, overwrite, typed_out(where, plan, tables))
+        if tables:
+            finish_tables(where)
+        how = "; in-process, without Spark"
     else:
         with run.spark() as (session, watcher):
             from ripple_cli.batch import job
 
             plan = run.plan(session, watcher)
-            frame, counters = run.frame(session, plan)
-            job.write_rows(frame, where, fmt, partition, overwrite)
-        messages, problems, how = counters.messages, counters.problems.value, ""
+            frame, counters = run.frame(session, plan, typed_out(where, plan, tables))
+            job.write_rows(frame, messages, fmt, partition, overwrite)
+            if tables:
+                finish_tables(where)
+        rows, problems, how = counters.rows.value, counters.problems.value, ""
     part = "" if partition_by == "none" else f", partitioned by {partition_by}"
+    if tables:
+        part += ", with typed tables"
     run.note(
-        f"export: {run.describe_inputs(plan)}; {messages:,} messages, "
+        f"export: {run.describe_inputs(plan)}; {rows - problems:,} messages, "
         f"{problems:,} problems -> {out} ({fmt}{part}{how}) in {run.elapsed():.1f} s"
     )
     return 0
