@@ -39,6 +39,23 @@ DETECT_LIMIT = 1 << 20  # bytes a direction may show before every detector's "no
 UNDECIDED_LIMIT = 16 << 20  # bytes held per direction while some detector still asks for more
 
 
+class _Ended(StreamDissector):
+    """Stands for a stream's dissector once the stream has ended, so a
+    capture of many short flows keeps their counts, not their decoders."""
+
+    def feed(self, data: bytes) -> list[Item]:
+        return []
+
+    def gap(self, size: int) -> list[Item]:
+        return []
+
+    def finish(self) -> list[Item]:
+        return []
+
+
+_ENDED = _Ended()
+
+
 @dataclass
 class StreamState:
     stream: StreamId | None
@@ -67,6 +84,9 @@ class Demux:
         self.choice = choice or ProtocolChoice(protocol=RIPPLE)
         self.options = self.choice.options
         self.streams: dict[StreamId | None, StreamState] = {}
+        # A connection's directions, so a stream's end looks at its own
+        # connection's states, not at every stream seen.
+        self._sides: dict[int | None, dict[bool | None, StreamState]] = {}
         # Detection: a connection (or raw file) whose protocol the options do
         # not fix is decoded once a candidate dissector recognises the first
         # bytes of either direction; until then its events wait here.
@@ -98,6 +118,7 @@ class Demux:
             if self.options.rules and conn not in self._analyzers:
                 self._analyzers[conn] = dissector.analyzer(self.options)
             self.streams[stream] = st
+            self._sides.setdefault(conn, {})[from_client] = st
         return st
 
     def feed(self, event: CaptureEvent | StreamData) -> list[Output]:
@@ -137,16 +158,13 @@ class Demux:
                 return []
             st.ended = event.reason
             out = self._emit(st, dis.finish(), event.time_ns)
+            st.dissector = _ENDED  # what decoded the stream is done: let it go
             # The connection's rules are closed once both directions have
             # ended (a half-closed client may still be answered), or at finish.
             conn = None if st.stream is None else st.stream.connection
             if conn not in self._analyzers:
                 return out
-            ended_sides = {
-                s.stream.from_client
-                for s in self.streams.values()
-                if s.stream is not None and s.stream.connection == conn and s.ended is not None
-            }
+            ended_sides = {side for side, s in self._sides.get(conn, {}).items() if s.ended is not None}
             if st.stream is None or ended_sides == {True, False}:
                 out.extend(self._close_analyzer(st, conn, event.time_ns))
             return out
@@ -156,11 +174,7 @@ class Demux:
         analyzer = self._analyzers.pop(conn, None)
         if analyzer is None:
             return []
-        sides = {
-            s.stream.from_client: s
-            for s in self.streams.values()
-            if s.stream is not None and s.stream.connection == conn
-        }
+        sides = {side: s for side, s in self._sides.get(conn, {}).items() if side is not None}
         out: list[Output] = []
         for p in analyzer.close():
             side = p.extra.get("from_client")
@@ -284,8 +298,7 @@ class Demux:
             if st.ended is None:
                 out.extend(self._process(StreamEnd(st.stream, time_ns, "end of input")))
         for conn in list(self._analyzers):  # connections with one direction only
-            for state in self.streams.values():
-                if (None if state.stream is None else state.stream.connection) == conn:
-                    out.extend(self._close_analyzer(state, conn, time_ns))
-                    break
+            state = next(iter(self._sides.get(conn, {}).values()), None)
+            if state is not None:
+                out.extend(self._close_analyzer(state, conn, time_ns))
         return out

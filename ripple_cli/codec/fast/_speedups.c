@@ -1254,11 +1254,31 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
+/* The scanner takes part in garbage collection: `resolve` is a bound method
+ * of the lane that owns the scanner, a cycle that reference counts alone
+ * never free (every closed connection would leave its lane behind). */
+static int
+Scanner_traverse(Scanner *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->resolve);
+    for (int i = 0; i < self->nfps; i++)
+        Py_VISIT(self->fps[i].prog);
+    return 0;
+}
+
+static int
+Scanner_clear(Scanner *self)
+{
+    Py_CLEAR(self->resolve);
+    scanner_forget(self);
+    return 0;
+}
+
 static void
 Scanner_dealloc(Scanner *self)
 {
-    Py_XDECREF(self->resolve);
-    scanner_forget(self);
+    PyObject_GC_UnTrack(self);
+    Scanner_clear(self);
     PyMem_Free(self->out.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1391,7 +1411,9 @@ static PyMethodDef Scanner_methods[] = {
 static PyTypeObject ScannerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ripple_cli.codec.fast._speedups.Scanner",
     .tp_basicsize = sizeof(Scanner),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Scanner_traverse,
+    .tp_clear = (inquiry)Scanner_clear,
     .tp_doc = "Consumes the boring envelopes of a buffer (see lane.py).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Scanner_init,
