@@ -101,6 +101,14 @@ class Demux:
         self.analyses: list[tuple[StreamId | None, str, dict[str, Any]]] = []
         self._syn: dict[StreamId | None, bool] = {}
 
+    def forget(self, connection: int) -> None:
+        """A connection is over for good (a tap may see millions): its
+        streams' states go, their counts with them."""
+        for st in self._sides.pop(connection, {}).values():
+            self.streams.pop(st.stream, None)
+            self._syn.pop(st.stream, None)
+        self._verdict.pop(connection, None)
+
     def protocol_of(self, stream: StreamId | None) -> str | None:
         """The protocol decided for a stream's connection, if any yet."""
         return self._verdict.get(None if stream is None else stream.connection)

@@ -81,3 +81,9 @@ def run_limited(args: list[str], stdin: bytes = b"", pure: bool = False, limit: 
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return Run(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"), max(after, before))
+
+
+def many_schemas(count: int) -> bytes:
+    """One Handshake declaring `count` distinct schemas, then a Delta of the last."""
+    schemas = [Schema(b"s%d" % i, 1, INT, (Field(b"x", INT), Field(b"y", ListOf(INT)))) for i in range(count)]
+    return handshake(schemas) + delta(schemas[-1], b"\x01", b"\x00\x05\x01\x07", 2)

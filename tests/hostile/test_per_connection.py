@@ -5,6 +5,7 @@ stream looks at its own connection only."""
 from __future__ import annotations
 
 import gc
+import tracemalloc
 import weakref
 from typing import Any
 
@@ -87,3 +88,28 @@ def test_closed_connections_leave_no_decoder_and_no_walk(lane: Any) -> None:
     assert [r for r in dissectors if r() is not None] == []
     assert len(demux.streams) == 600
     assert {st.messages for st in demux.streams.values() if st.stream.from_client} == {300}
+
+
+def test_a_forgotten_connection_leaves_nothing() -> None:
+    """The tap forgets each connection once both directions have ended:
+    what a long-running tap holds does not grow with connections it saw."""
+    demux = Demux("tap", ProtocolChoice(options=DissectOptions(lane=LaneKind.SEXP)))
+
+    def connections(first: int, count: int) -> None:
+        for n in range(first, first + count):
+            for ev in _connection(n):
+                demux.feed(ev)
+            demux.forget(n)
+
+    connections(1, 100)  # caches, interned names, the lane's first allocations
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        connections(101, 400)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert demux.streams == {}
+    assert grown < 400 * 64, f"{grown / 400:.0f} bytes stay behind per connection"
