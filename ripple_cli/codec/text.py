@@ -291,5 +291,5 @@ def envelope_of_sexp(s: Sexp, registry: SchemaRegistry) -> EnvelopeSpec:
     body = body_of_sexp(ctor, args[0], fingerprint, registry, f"msg.{ctor}")
     if isinstance(body, Handshake):
         for _name, schema in body.output_schemas:
-            registry.add(schema)
+            registry.declare(schema)
     return EnvelopeSpec(seq, time_ns, fingerprint, flags, body)
