@@ -172,7 +172,8 @@ class Demux:
                 return []
             st.ended = event.reason
             out = self._emit(st, dis.finish(), event.time_ns)
-            st.dissector = _ENDED  # what decoded the stream is done: let it go
+            if st.stream is not None:  # one of many flows: what decoded it is done, let it go
+                st.dissector = _ENDED
             # The connection's rules are closed once both directions have
             # ended (a half-closed client may still be answered), or at finish.
             conn = None if st.stream is None else st.stream.connection

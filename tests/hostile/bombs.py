@@ -87,3 +87,16 @@ def many_schemas(count: int) -> bytes:
     """One Handshake declaring `count` distinct schemas, then a Delta of the last."""
     schemas = [Schema(b"s%d" % i, 1, INT, (Field(b"x", INT), Field(b"y", ListOf(INT)))) for i in range(count)]
     return handshake(schemas) + delta(schemas[-1], b"\x01", b"\x00\x05\x01\x07", 2)
+
+
+def claiming_headers(size: int, claim: int = 1 << 20) -> bytes:
+    """About `size` bytes of envelope headers each claiming a `claim`-byte
+    payload, none with a valid CRC, then one intact Heartbeat: resync must
+    try every header, and each candidate's CRC covers what it claims."""
+    from ripple_cli.codec.envelope import HEADER, MAGIC, VERSION
+    from ripple_cli.codec.messages import FIXED_FINGERPRINTS, HEARTBEAT, Heartbeat
+
+    head = HEADER.pack(MAGIC, VERSION, HEARTBEAT, 0, 1, 0, b"\0" * 32, claim)
+    body = b"\x00" + head * (size // len(head))  # a bad first byte: damage from the start
+    beat = build_envelope(HEARTBEAT, 2, 0, FIXED_FINGERPRINTS[HEARTBEAT], write_payload(Heartbeat(b"w", 1, 0.5)))
+    return body + bytes(claim) + beat

@@ -12,7 +12,7 @@ import pytest
 from ripple_cli.codec.delta import CompiledSchema
 from ripple_cli.codec.errors import DecodeError
 from ripple_cli.codec.schema import INT, Field, ListOf, OptionOf, RecordOf, Schema
-from tests.hostile.bombs import EMPTY, nested_list_bomb, run_limited
+from tests.hostile.bombs import EMPTY, claiming_headers, nested_list_bomb, run_limited
 
 MAX_RSS_KB = 512 * 1024
 
@@ -71,3 +71,19 @@ def test_the_budget_is_every_empty_element_of_the_buffer() -> None:
     with pytest.raises(DecodeError) as e:
         s.read_delta(over)
     assert e.value.pos == 4
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["fast", "pure"])
+def test_headers_claiming_large_payloads_are_one_damaged_region(tmp_path: Path, pure: bool) -> None:
+    """Item 7: resync over them stays linear; the intact message after them is found."""
+    path = tmp_path / "claims.ripple"
+    data = claiming_headers(512 << 10)
+    path.write_bytes(data)
+    r = run_limited(["verify", str(path)], pure=pure)
+    assert r.code == 1
+    assert r.maxrss_kb < MAX_RSS_KB
+    assert r.stdout.decode().splitlines()[-2:] == [
+        f"  error: offset 0: bad_magic: bad magic 00 52 49 50 (expected 52 49 50 50, RIPP); "
+        f"skipped {len(data) - 74} bytes to offset {len(data) - 74}",
+        "verify: 1 stream, 1 message, 1 problem",
+    ]

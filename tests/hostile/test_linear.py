@@ -100,3 +100,44 @@ def test_detection_looks_at_held_bytes_a_bounded_number_of_times() -> None:
         fed += len(chunk)
     demux.feed(StreamEnd(up, fed, "fin"))
     assert looked <= 12 * fed, f"the detectors read {looked / fed:.0f} times the bytes held"
+
+
+def _counting_crc(monkeypatch: Any) -> list[int]:
+    """Bytes given to crc32c by the framing and the range CRCs."""
+    from ripple_cli.codec import crcrange, framing
+
+    hashed = [0]
+    real = framing.crc32c
+
+    def crc(data: Any) -> int:
+        hashed[0] += len(data)
+        return real(data)
+
+    monkeypatch.setattr(framing, "crc32c", crc)
+    monkeypatch.setattr(crcrange, "crc32c", crc)
+    return hashed
+
+
+def test_resync_over_headers_claiming_large_payloads_hashes_each_byte_a_few_times(monkeypatch: Any) -> None:
+    from ripple_cli.codec.framing import FrameDecoder
+    from tests.hostile.bombs import claiming_headers
+
+    hashed = _counting_crc(monkeypatch)
+    data = claiming_headers(256 << 10, claim=256 << 10)
+    dec = FrameDecoder()
+    items = []
+    for i in range(0, len(data), 1 << 16):
+        items += dec.feed(data[i : i + (1 << 16)])
+    items += dec.finish()
+    assert [type(x).__name__ for x in items] == ["Problem", "Frame"]
+    assert hashed[0] <= 40 * len(data), f"hashed {hashed[0] / len(data):.0f} times the stream"
+
+
+def test_detection_over_headers_claiming_large_payloads_hashes_each_byte_a_few_times(monkeypatch: Any) -> None:
+    from ripple_cli.codec.framing import find_envelope
+    from tests.hostile.bombs import claiming_headers
+
+    hashed = _counting_crc(monkeypatch)
+    data = claiming_headers(256 << 10, claim=256 << 10)
+    assert find_envelope(data) == data.rindex(b"RIPP")  # the Heartbeat at the end
+    assert hashed[0] <= 40 * len(data), f"hashed {hashed[0] / len(data):.0f} times the head"
