@@ -139,6 +139,9 @@ def bytes_to_json(b: bytes) -> Any:
         return {"base64": base64.b64encode(b).decode("ascii")}
 
 
+_SMALL_INTS = tuple(str(i).encode() for i in range(-128, 128))
+
+
 def _prim(kind: str) -> TypeCodec:
     t = Prim(kind)
     if kind in ("Int", "Int32", "Int64"):
@@ -147,7 +150,9 @@ def _prim(kind: str) -> TypeCodec:
         write = {"Int": bp.write_int, "Int32": bp.write_int32, "Int64": bp.write_int64}[kind]
 
         def int_sexp(v: int) -> Sexp:
-            return str(v).encode()
+            # The integers one or two bytes hold share their atoms: a list of
+            # 16M of them printed would otherwise hold 16M atoms of 34 bytes.
+            return _SMALL_INTS[v + 128] if -128 <= v < 128 else str(v).encode()
 
         def int_of_sexp(s: Sexp, path: str) -> int:
             return sexp_int(s, rng, path)

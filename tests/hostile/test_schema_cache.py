@@ -49,3 +49,17 @@ def test_a_handshake_of_100000_schemas_stays_small(tmp_path: Path, pure: bool) -
     r = run_limited(["verify", str(path)], pure=pure)
     assert (r.code, r.stderr) == (0, "")
     assert r.maxrss_kb < 256 * 1024
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["fast", "pure"])
+def test_printing_a_handshake_of_100000_schemas_stays_small(tmp_path: Path, pure: bool) -> None:
+    """Items 5 and 6: its line is written as its schemas come, not from one tree of them all."""
+    path = tmp_path / "many.ripple"
+    path.write_bytes(many_schemas(100_000))
+    r = run_limited(["decode", str(path)], pure=pure)
+    assert (r.code, r.stderr) == (0, "")
+    first, delta = r.stdout.splitlines()
+    assert first.startswith(b"((seq 1)(time_ns 0)(schema ripple.handshake/v1)(msg(Handshake((source_worker_id w)")
+    assert first.count(b"((name s") == 100_000
+    assert delta.startswith(b"((seq 2)")
+    assert r.maxrss_kb < 256 * 1024
