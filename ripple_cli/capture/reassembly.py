@@ -41,7 +41,7 @@ one's stragglers.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict, deque
+from collections import OrderedDict
 
 from ripple_cli.capture.events import (
     CaptureEvent,
@@ -66,6 +66,15 @@ CLOSED_LINGER_NS = 120 * 1_000_000_000
 FlowKey = tuple[bytes, int, bytes, int]  # (src address, src port, dst address, dst port)
 
 
+# Out-of-order pieces a direction holds at most (see _too_many_pieces): far
+# more than full-size segments fill the window with.
+MAX_HELD_PIECES = 8192
+
+
+def _entry_end(entry: tuple[int, bytes]) -> int:
+    return entry[0] + len(entry[1])
+
+
 class _Direction:
     __slots__ = (
         "based",
@@ -74,6 +83,7 @@ class _Direction:
         "ended",
         "fin",
         "hist",
+        "hist_lo",
         "hist_size",
         "nxt",
         "segs",
@@ -89,7 +99,11 @@ class _Direction:
         self.starts: list[int] = []  # stream offsets of the out-of-order segments, sorted, not overlapping
         self.segs: list[tuple[bytes, int]] = []  # their (bytes, capture time), parallel to `starts`
         self.buffered = 0
-        self.hist: deque[tuple[int, bytes]] = deque()  # recently delivered (offset, bytes): to compare retransmissions
+        # Recently delivered (offset, bytes), from hist[hist_lo] on, to compare
+        # retransmissions: a list, so that the entries an old retransmission
+        # overlaps are found by bisection, not by walking the whole history.
+        self.hist: list[tuple[int, bytes]] = []
+        self.hist_lo = 0
         self.hist_size = 0
         self.fin: int | None = None  # stream offset of the FIN, once seen
         self.ended = False
@@ -321,8 +335,14 @@ class Reassembler:
             hist.append((off, data))
             size = d.hist_size + n
             limit = self.history
-            while size - len(hist[0][1]) >= limit:
-                size -= len(hist.popleft()[1])
+            lo = d.hist_lo
+            while size - len(hist[lo][1]) >= limit:
+                size -= len(hist[lo][1])
+                lo += 1
+            if lo > 1024 and 2 * lo > len(hist):  # drop the expired entries, a constant per entry
+                del hist[:lo]
+                lo = 0
+            d.hist_lo = lo
             d.hist_size = size
 
     def _segment(self, d: _Direction, off: int, data: bytes, time_ns: int) -> None:
@@ -361,6 +381,17 @@ class Reassembler:
             d.buffered += len(p_data)
         self._drain(d)
         while d.buffered > self.window:
+            self._gap(d, d.starts[0] - d.delivered, time_ns)
+            self._drain(d)
+        if len(starts) > MAX_HELD_PIECES:
+            self._too_many_pieces(d, time_ns)
+
+    def _too_many_pieces(self, d: _Direction, time_ns: int) -> None:
+        """Held pieces are kept in sorted lists, where an insertion costs up
+        to their number: tiny segments out of order (1-byte ones, in reverse)
+        would make that quadratic.  Past MAX_HELD_PIECES, holes are declared
+        as when the window is full, so an insertion stays bounded."""
+        while len(d.starts) > MAX_HELD_PIECES // 2:
             self._gap(d, d.starts[0] - d.delivered, time_ns)
             self._drain(d)
 
@@ -408,7 +439,7 @@ class Reassembler:
         if not d.ended:
             d.ended = True
             d.hist.clear()
-            d.hist_size = 0
+            d.hist_lo = d.hist_size = 0
             d.starts.clear()  # only bytes past a FIN can be left: nothing a stream carries
             d.segs.clear()
             d.buffered = 0
@@ -419,13 +450,17 @@ class Reassembler:
         different is reported (as far as the history still holds them)."""
         end = off + len(data)
         lo = hi = -1  # the span of the differing parts
-        for h_off, h in reversed(d.hist):
-            h_end = h_off + len(h)
-            if h_end <= off:
-                break
-            a, b = max(off, h_off), min(end, h_end)
+        hist = d.hist
+        # The first entry ending past `off`: what follows it up to `end` is
+        # all a retransmission can overlap (entries end in increasing order).
+        i = bisect_right(hist, off, lo=d.hist_lo, key=_entry_end)
+        while i < len(hist) and hist[i][0] < end:
+            h_off, h = hist[i]
+            a, b = max(off, h_off), min(end, h_off + len(h))
             if a < b and data[a - off : b - off] != h[a - h_off : b - h_off]:
-                lo, hi = a, max(hi, b)
+                lo = a if lo < 0 else lo
+                hi = max(hi, b)
+            i += 1
         if lo >= 0:
             self._conflict(d, lo, hi, time_ns)
 

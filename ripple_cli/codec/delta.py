@@ -15,7 +15,7 @@ from typing import Any, Union
 from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.errors import DecodeError
 from ripple_cli.codec.schema import RecordOf, Schema, SexpShapeError, expect_list, text, variant
-from ripple_cli.codec.values import TypeCodec, compile_type, read_ctor, write_ctor
+from ripple_cli.codec.values import TypeCodec, compile_type, read_ctor, start_budget, write_ctor
 from ripple_cli.sexp.tree import Sexp
 
 
@@ -64,12 +64,14 @@ class CompiledSchema:
     # ------------------------------------------------------------ bytes
 
     def read_key(self, data: bytes) -> Any:
+        start_budget(data)
         value, end = self.key.read(data, 0)
         if end != len(data):
             raise DecodeError(f"key: {len(data) - end} bytes left over", end)
         return value
 
     def read_delta(self, data: bytes) -> Delta:
+        start_budget(data)
         tag, pos = bp.read_tag(data, 0, 3, "delta")
         delta: Delta
         if tag == 0:
@@ -92,9 +94,11 @@ class CompiledSchema:
 
     def validate(self, key: bytes, delta: bytes) -> None:
         """Check that key and delta bytes decode exactly, building nothing."""
+        start_budget(key)
         end = self.key.skip(key, 0)
         if end != len(key):
             raise DecodeError(f"key: {len(key) - end} bytes left over", end)
+        start_budget(delta)
         tag, pos = bp.read_tag(delta, 0, 3, "delta")
         if tag == 0:
             pos = self.row.skip(delta, pos)

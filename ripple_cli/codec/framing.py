@@ -15,6 +15,7 @@ memory, which the allocator hands back to the system and faults in again.
 from __future__ import annotations
 
 from ripple_cli.codec.crc import crc32c
+from ripple_cli.codec.crcrange import STEP, Prefixes
 from ripple_cli.codec.envelope import (
     CRC,
     DEFAULT_MAX_PAYLOAD,
@@ -38,6 +39,11 @@ class FrameDecoder:
         # An open damaged region: (stream offset, kind, detail), closed when
         # the next whole envelope is found or the stream ends.
         self._damage: tuple[int, str, str] | None = None
+        # While it is open, the CRCs of the stream's prefixes from where the
+        # resync began: a candidate's CRC then costs the same whatever the
+        # payload its header claims (crcrange.py), so that resync over
+        # headers claiming large payloads stays linear.
+        self._prefixes: Prefixes | None = None
 
     @property
     def offset(self) -> int:
@@ -86,11 +92,17 @@ class FrameDecoder:
         self._end += k
 
     def _make_room(self, k: int) -> None:
-        pending = self._end - self._pos
-        if self._pos:
-            self._buf[:pending] = self._buf[self._pos : self._end]
-            self._base += self._pos
-            self._pos, self._end = 0, pending
+        keep = self._pos
+        pre = self._prefixes
+        if pre is not None:  # the prefix marks need the bytes from the last one on
+            start = self._base + self._pos
+            pre.extend(self._buf, self._base, start - (start - pre.origin) % STEP)
+            keep = min(keep, pre.covered - self._base)
+        pending = self._end - keep
+        if keep:
+            self._buf[:pending] = self._buf[keep : self._end]
+            self._base += keep
+            self._pos, self._end = self._pos - keep, pending
         if pending + k > len(self._buf):
             self._buf += bytes(max(pending + k, 2 * len(self._buf)) - len(self._buf))
 
@@ -120,6 +132,7 @@ class FrameDecoder:
         self._base += self._end
         self._buf = bytearray()
         self._pos = self._end = 0
+        self._prefixes = None
 
     def hole(self, size: int) -> None:
         hole_at = self._base + self._end
@@ -132,6 +145,7 @@ class FrameDecoder:
         self._base = hole_at + size
         self._buf = bytearray()
         self._pos = self._end = 0
+        self._prefixes = None
 
     def join_midstream(self) -> None:
         """The stream is entered part-way (a connection already open when a
@@ -147,6 +161,7 @@ class FrameDecoder:
         start, kind, detail = self._damage
         skipped = self._base + pos - start
         self._damage = None
+        self._prefixes = None
         if kind == "midstream":
             if skipped:
                 out.append(
@@ -161,9 +176,12 @@ class FrameDecoder:
             return
         out.append(Problem(start, kind, detail, skipped=skipped))
 
-    def _check(self, buf: bytearray, p: int, n: int, final: bool) -> tuple[str, str] | bool | None:
+    def _check(
+        self, buf: bytearray, p: int, n: int, final: bool, resync: bool = False
+    ) -> tuple[str, str] | bool | None:
         """Is there a whole valid envelope at p?  None: yes.  False: not
-        enough bytes yet.  (kind, detail): no, and why."""
+        enough bytes yet.  (kind, detail): no, and why.  `resync`: a
+        candidate after damage, its CRC from the prefixes."""
         if n - p < HEADER_SIZE:
             if not final:
                 return False
@@ -184,7 +202,13 @@ class FrameDecoder:
                 return False
             return "truncated", f"stream ends inside an envelope: it needs {OVERHEAD + length} bytes, {n - p} remain"
         stored = CRC.unpack_from(buf, end)[0]
-        computed = crc32c(memoryview(buf)[p:end])
+        if resync and length >= STEP:
+            pre = self._prefixes
+            if pre is None or pre.origin > self._base + p:
+                pre = self._prefixes = Prefixes(self._base + p)
+            computed = pre.crc(buf, self._base, self._base + p, self._base + end)
+        else:
+            computed = crc32c(memoryview(buf)[p:end])
         if stored != computed:
             return "crc_mismatch", f"CRC mismatch: stored {stored:08x}, computed {computed:08x}"
         return None
@@ -208,7 +232,7 @@ class FrameDecoder:
                     p = max(p, n - 3)  # the magic may be split across chunks
                     break
                 p = idx
-                verdict = self._check(buf, p, n, final)
+                verdict = self._check(buf, p, n, final, resync=True)
                 if verdict is False:
                     break
                 if verdict is not None:
@@ -250,12 +274,15 @@ def find_envelope(buf: bytes | bytearray, max_payload: int = DEFAULT_MAX_PAYLOAD
     None.  Used to recognise Ripple traffic by its content."""
     p = buf.find(MAGIC)
     n = len(buf)
+    prefixes = Prefixes(0)  # candidates claiming long payloads: see crcrange.py
     while p >= 0:
         if n - p >= OVERHEAD:
             _m, version, _t, _f, _s, _ts, _fp, length = HEADER.unpack_from(buf, p)
             end = p + HEADER_SIZE + length
             plausible = version == VERSION and 0 <= length <= max_payload and end + 4 <= n
-            if plausible and CRC.unpack_from(buf, end)[0] == crc32c(memoryview(buf)[p:end]):
-                return p
+            if plausible:
+                crc = prefixes.crc(buf, 0, p, end) if length >= STEP else crc32c(memoryview(buf)[p:end])
+                if CRC.unpack_from(buf, end)[0] == crc:
+                    return p
         p = buf.find(MAGIC, p + 1)
     return None

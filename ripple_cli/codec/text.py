@@ -10,6 +10,7 @@ well-formed stream.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ripple_cli.codec.envelope import Frame, build_envelope
@@ -53,7 +54,22 @@ def _opt_int(n: int | None) -> Sexp:
     return [] if n is None else [_int(n)]
 
 
-def body_to_sexp(body: Body) -> Sexp:
+class _Lazy:
+    """A list node whose items are made as the one-line printer reaches them
+    (`to_string` only iterates): a Handshake's schemas, whose whole tree at
+    once costs far more than the message (100,000 schemas: 780 MB)."""
+
+    def __init__(self, body: Handshake) -> None:
+        self.body = body
+
+    def __bool__(self) -> bool:
+        return bool(self.body.output_schemas)
+
+    def __iter__(self) -> Iterator[Sexp]:
+        return ([name, sexp_of_schema(schema)] for name, schema in self.body.output_schemas)
+
+
+def body_to_sexp(body: Body, lazy: bool = False) -> Sexp:
     """The `message_view` constructor and its argument."""
     if isinstance(body, DeltaView):
         s = body.schema
@@ -92,7 +108,10 @@ def body_to_sexp(body: Body) -> Sexp:
             b"Handshake",
             [
                 [b"source_worker_id", body.source_worker_id],
-                [b"output_schemas", [[name, sexp_of_schema(schema)] for name, schema in body.output_schemas]],
+                [
+                    b"output_schemas",
+                    _Lazy(body) if lazy else [[name, sexp_of_schema(schema)] for name, schema in body.output_schemas],  # type: ignore[list-item]
+                ],
                 [b"protocol_version", _int(body.protocol_version)],
             ],
         ]
@@ -124,18 +143,18 @@ def body_to_sexp(body: Body) -> Sexp:
     return [b"Unknown", [[b"tag", _int(body.tag)], [b"payload", body.payload]]]
 
 
-def envelope_to_sexp(f: Frame, body: Body) -> Sexp:
+def envelope_to_sexp(f: Frame, body: Body, lazy: bool = False) -> Sexp:
     """An envelope and its decoded payload as `envelope_view`."""
     fields: list[Sexp] = [[b"seq", _int(f.seq)], [b"time_ns", _int(f.time_ns)], [b"schema", f.fingerprint]]
     if f.flags:
         fields.append([b"flags", _int(f.flags)])
-    fields.append([b"msg", body_to_sexp(body)])
+    fields.append([b"msg", body_to_sexp(body, lazy)])
     return fields
 
 
 def envelope_to_line(f: Frame, body: Body) -> bytes:
     """The canonical one-line form, without the newline."""
-    return to_string(envelope_to_sexp(f, body))
+    return to_string(envelope_to_sexp(f, body, lazy=True))
 
 
 # ------------------------------------------------------------- reading text
@@ -291,5 +310,5 @@ def envelope_of_sexp(s: Sexp, registry: SchemaRegistry) -> EnvelopeSpec:
     body = body_of_sexp(ctor, args[0], fingerprint, registry, f"msg.{ctor}")
     if isinstance(body, Handshake):
         for _name, schema in body.output_schemas:
-            registry.add(schema)
+            registry.declare(schema)
     return EnvelopeSpec(seq, time_ns, fingerprint, flags, body)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -87,6 +88,41 @@ def _skip_of(read: Reader) -> Skipper:
     return skip
 
 
+def zero_width(t: FieldType) -> bool:
+    """A type whose values take no bytes: records of no fields, or of
+    fields all zero-width.  A list of them is the one place a count is not
+    bounded by the bytes left, so such lists draw on a budget."""
+    return isinstance(t, RecordOf) and all(zero_width(f.typ) for f in t.fields)
+
+
+class _Budget(threading.local):
+    buf: object = None
+    left = 0
+
+
+_BUDGET = _Budget()
+
+
+def start_budget(buf: bytes) -> None:
+    """Reading of `buf` begins: lists of zero-width elements in it may hold
+    as many elements in all as it has bytes, as if each took one byte, so
+    what a buffer decodes into stays linear in its size."""
+    _BUDGET.buf = buf
+    _BUDGET.left = len(buf)
+
+
+def _charge(buf: bytes, n: int, pos: int) -> None:
+    b = _BUDGET
+    if b.buf is not buf:
+        start_budget(buf)
+    if n > b.left:
+        raise DecodeError(
+            f"list of {n} empty elements over the decode budget ({b.left} of {len(buf)} left)",
+            pos,
+        )
+    b.left -= n
+
+
 def float_to_json(x: float) -> Any:
     if math.isnan(x):
         return "NaN"
@@ -103,6 +139,9 @@ def bytes_to_json(b: bytes) -> Any:
         return {"base64": base64.b64encode(b).decode("ascii")}
 
 
+_SMALL_INTS = tuple(str(i).encode() for i in range(-128, 128))
+
+
 def _prim(kind: str) -> TypeCodec:
     t = Prim(kind)
     if kind in ("Int", "Int32", "Int64"):
@@ -111,7 +150,9 @@ def _prim(kind: str) -> TypeCodec:
         write = {"Int": bp.write_int, "Int32": bp.write_int32, "Int64": bp.write_int64}[kind]
 
         def int_sexp(v: int) -> Sexp:
-            return str(v).encode()
+            # The integers one or two bytes hold share their atoms: a list of
+            # 16M of them printed would otherwise hold 16M atoms of 34 bytes.
+            return _SMALL_INTS[v + 128] if -128 <= v < 128 else str(v).encode()
 
         def int_of_sexp(s: Sexp, path: str) -> int:
             return sexp_int(s, rng, path)
@@ -211,8 +252,13 @@ def _list(t: ListOf) -> TypeCodec:
     iread, iwrite, iskip = inner.read, inner.write, inner.skip
     isexp, iof, ijson = inner.to_sexp, inner.of_sexp, inner.to_json
 
+    empty = zero_width(t.inner)
+
     def read(buf: bytes, pos: int) -> tuple[Any, int]:
+        at = pos
         n, pos = bp.read_count(buf, pos)
+        if empty:
+            _charge(buf, n, at)
         items = []
         for _ in range(n):
             v, pos = iread(buf, pos)
@@ -220,7 +266,10 @@ def _list(t: ListOf) -> TypeCodec:
         return items, pos
 
     def skip(buf: bytes, pos: int) -> int:
+        at = pos
         n, pos = bp.read_count(buf, pos)
+        if empty:
+            _charge(buf, n, at)
         for _ in range(n):
             pos = iskip(buf, pos)
         return pos

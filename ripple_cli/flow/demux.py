@@ -37,6 +37,25 @@ from ripple_cli.protocols.origin import Origin
 Output = tuple[Origin, Item]
 DETECT_LIMIT = 1 << 20  # bytes a direction may show before every detector's "no" is final
 UNDECIDED_LIMIT = 16 << 20  # bytes held per direction while some detector still asks for more
+_LIMITS = (64 << 10, DETECT_LIMIT, UNDECIDED_LIMIT)  # head lengths where a decision may change
+_ALWAYS_ASK = 4096  # a head this short is looked at after every segment
+
+
+class _Ended(StreamDissector):
+    """Stands for a stream's dissector once the stream has ended, so a
+    capture of many short flows keeps their counts, not their decoders."""
+
+    def feed(self, data: bytes) -> list[Item]:
+        return []
+
+    def gap(self, size: int) -> list[Item]:
+        return []
+
+    def finish(self) -> list[Item]:
+        return []
+
+
+_ENDED = _Ended()
 
 
 @dataclass
@@ -67,6 +86,9 @@ class Demux:
         self.choice = choice or ProtocolChoice(protocol=RIPPLE)
         self.options = self.choice.options
         self.streams: dict[StreamId | None, StreamState] = {}
+        # A connection's directions, so a stream's end looks at its own
+        # connection's states, not at every stream seen.
+        self._sides: dict[int | None, dict[bool | None, StreamState]] = {}
         # Detection: a connection (or raw file) whose protocol the options do
         # not fix is decoded once a candidate dissector recognises the first
         # bytes of either direction; until then its events wait here.
@@ -74,12 +96,24 @@ class Demux:
         self._pending: dict[StreamId | None, list[CaptureEvent]] = {}
         self._pending_bytes: dict[StreamId | None, bytearray] = {}
         self._held_events: dict[int | None, list[CaptureEvent]] = {}  # the same, in capture order
+        self._held_streams: dict[int | None, list[StreamId | None]] = {}  # each held connection's directions
+        # A held head's length when the detectors last saw it, and what they said.
+        self._asked: dict[StreamId | None, tuple[int, str | Detection]] = {}
+        self._held_ended: set[StreamId | None] = set()  # held directions whose end has come
         self.undecoded: dict[StreamId, str] = {}  # streams left undecoded, and why
         self._analyzers: dict[int | None, ConnectionAnalyzer | None] = {}
         # Each analyzed connection's summary (ConnectionAnalyzer.report), with
         # the stream it is reported on (the client's side) and the protocol.
         self.analyses: list[tuple[StreamId | None, str, dict[str, Any]]] = []
         self._syn: dict[StreamId | None, bool] = {}
+
+    def forget(self, connection: int) -> None:
+        """A connection is over for good (a tap may see millions): its
+        streams' states go, their counts with them."""
+        for st in self._sides.pop(connection, {}).values():
+            self.streams.pop(st.stream, None)
+            self._syn.pop(st.stream, None)
+        self._verdict.pop(connection, None)
 
     def protocol_of(self, stream: StreamId | None) -> str | None:
         """The protocol decided for a stream's connection, if any yet."""
@@ -98,6 +132,7 @@ class Demux:
             if self.options.rules and conn not in self._analyzers:
                 self._analyzers[conn] = dissector.analyzer(self.options)
             self.streams[stream] = st
+            self._sides.setdefault(conn, {})[from_client] = st
         return st
 
     def feed(self, event: CaptureEvent | StreamData) -> list[Output]:
@@ -137,16 +172,14 @@ class Demux:
                 return []
             st.ended = event.reason
             out = self._emit(st, dis.finish(), event.time_ns)
+            if st.stream is not None:  # one of many flows: what decoded it is done, let it go
+                st.dissector = _ENDED
             # The connection's rules are closed once both directions have
             # ended (a half-closed client may still be answered), or at finish.
             conn = None if st.stream is None else st.stream.connection
             if conn not in self._analyzers:
                 return out
-            ended_sides = {
-                s.stream.from_client
-                for s in self.streams.values()
-                if s.stream is not None and s.stream.connection == conn and s.ended is not None
-            }
+            ended_sides = {side for side, s in self._sides.get(conn, {}).items() if s.ended is not None}
             if st.stream is None or ended_sides == {True, False}:
                 out.extend(self._close_analyzer(st, conn, event.time_ns))
             return out
@@ -156,11 +189,7 @@ class Demux:
         analyzer = self._analyzers.pop(conn, None)
         if analyzer is None:
             return []
-        sides = {
-            s.stream.from_client: s
-            for s in self.streams.values()
-            if s.stream is not None and s.stream.connection == conn
-        }
+        sides = {side: s for side, s in self._sides.get(conn, {}).items() if side is not None}
         out: list[Output] = []
         for p in analyzer.close():
             side = p.extra.get("from_client")
@@ -212,18 +241,39 @@ class Demux:
         conn = None if stream is None else stream.connection
         self._pending.setdefault(stream, []).append(event)
         self._held_events.setdefault(conn, []).append(event)
+        held = self._held_streams.setdefault(conn, [])
+        if stream not in held:
+            held.append(stream)
         buf = self._pending_bytes.setdefault(stream, bytearray())
         if isinstance(event, StreamData):
             buf += event.data
-        held = [s for s in self._pending if (None if s is None else s.connection) == conn]
-        heads = {s: bytes(self._pending_bytes[s]) for s in held if self._pending_bytes.get(s)}
-        ended = all(any(isinstance(e, StreamEnd) for e in self._pending[s]) for s in held)
+        if isinstance(event, StreamEnd):
+            self._held_ended.add(stream)
+        ended = all(s in self._held_ended for s in held)
+        if not ended and not self._worth_asking(held):
+            return []  # not enough new bytes since the detectors last looked
+        return self._judge(stream, held, ended)
+
+    def _worth_asking(self, held: list[StreamId | None]) -> bool:
+        """Each look copies and scans a whole head, so the detectors look
+        again only once a head has grown by an eighth since they last did
+        (or crossed a limit): what detection costs stays within a constant
+        of the bytes held (a geometric sum), not their square."""
+        for s in held:
+            n = len(self._pending_bytes.get(s, b""))
+            last = self._asked.get(s, (0, Detection.MORE))[0]
+            if n > last and (n <= _ALWAYS_ASK or 8 * (n - last) >= last or any(last <= x < n for x in _LIMITS)):
+                return True
+        return False
+
+    def _judge(self, stream: StreamId | None, held: list[StreamId | None], ended: bool) -> list[Output]:
+        heads = {s: len(self._pending_bytes[s]) for s in held if self._pending_bytes.get(s)}
         if not heads and not ended:
             return []  # nothing to look at yet
-        said = {s: self._detect(h) for s, h in heads.items()}
+        said = {s: self._said(s, n) for s, n in heads.items()}
         client = next((v for s, v in said.items() if s is None or s.from_client), None)
         server = next((v for s, v in said.items() if s is not None and not s.from_client), None)
-        longest = max((len(h) for h in heads.values()), default=0)
+        longest = max(heads.values(), default=0)
         # The client's first bytes decide (they are the surer sign: a server's
         # answer may be a few bytes that several protocols could start with);
         # the server's only once the client's are no protocol's, or when the
@@ -245,6 +295,15 @@ class Demux:
             return self._decide(stream, self.choice.fallback(stream), why)
         return []
 
+    def _said(self, stream: StreamId | None, n: int) -> str | Detection:
+        """What the detectors say of a held head of `n` bytes, asked once per length."""
+        last = self._asked.get(stream)
+        if last is not None and last[0] == n:
+            return last[1]
+        verdict = self._detect(bytes(self._pending_bytes[stream]))
+        self._asked[stream] = (n, verdict)
+        return verdict
+
     def _detect(self, head: bytes) -> str | Detection:
         """The first candidate (in detection order) that recognises `head`;
         else MORE when one may with more bytes, else NO."""
@@ -259,10 +318,11 @@ class Demux:
     def _decide(self, stream: StreamId | None, protocol: str | None, why: str = "") -> list[Output]:
         conn = None if stream is None else stream.connection
         self._verdict[conn] = protocol
-        held = [s for s in self._pending if (None if s is None else s.connection) == conn]
-        for s in held:
+        for s in self._held_streams.pop(conn, []):
             del self._pending[s]
             self._pending_bytes.pop(s, None)
+            self._asked.pop(s, None)
+            self._held_ended.discard(s)
             if protocol is None and s is not None:
                 self.undecoded[s] = why
         out: list[Output] = []
@@ -284,8 +344,7 @@ class Demux:
             if st.ended is None:
                 out.extend(self._process(StreamEnd(st.stream, time_ns, "end of input")))
         for conn in list(self._analyzers):  # connections with one direction only
-            for state in self.streams.values():
-                if (None if state.stream is None else state.stream.connection) == conn:
-                    out.extend(self._close_analyzer(state, conn, time_ns))
-                    break
+            state = next(iter(self._sides.get(conn, {}).values()), None)
+            if state is not None:
+                out.extend(self._close_analyzer(state, conn, time_ns))
         return out

@@ -11,6 +11,7 @@ Supported: atoms, quoted strings with OCaml escapes (`\\n \\t \\b \\r \\\\
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from ripple_cli.sexp.tree import Sexp
@@ -231,10 +232,19 @@ class SexpStream:
         self._buf = b""
         self._line = 1  # line number of _buf's first byte
         self._col = 0  # bytes of that line before _buf's first byte
+        self._ends = _Ends()
 
     def feed(self, data: bytes) -> list[tuple[int, Sexp]]:
         self._buf += data
-        return self._take(final=False)
+        # Parsing starts over at the unfinished expression each time: only
+        # once the new bytes may have finished one, or one long expression
+        # arriving in many chunks is parsed again for each (quadratic).
+        if not self._ends.scan(data):
+            return []
+        out = self._take(final=False)
+        self._ends = _Ends()
+        self._ends.scan(self._buf)  # what is left: the start of the next expression
+        return out
 
     def finish(self) -> list[tuple[int, Sexp]]:
         return self._take(final=True)
@@ -271,6 +281,78 @@ class SexpStream:
         self._line += self._buf.count(b"\n", 0, done)
         self._buf = self._buf[done:]
         return out
+
+
+_NESTED = re.compile(rb'[()"]|#[|;]|;')  # inside a list: what changes the depth or the state
+_TOP = re.compile(rb'[()"]|#[|;]|;|[^\s()";#|]')  # at the top, an atom's first byte too
+_IN_STRING = re.compile(rb'["\\]')
+_IN_BLOCK = re.compile(rb"\|#|#\|")
+
+
+class _Ends:
+    """Follows parentheses, strings and comments over the bytes as they come,
+    to tell whether a top-level expression may have ended in them.  It may
+    say so when none has (a parse finds out), never the other way round for
+    the text `encode` reads; `finish` parses whatever is left anyway."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.state = 0  # 0 normal, 1 in a string, 2 in a line comment, 3 in a block comment
+        self.escape = False  # in a string, after a backslash
+        self.blocks = 0  # nested block comments
+
+    def scan(self, data: bytes) -> bool:
+        ended = False
+        i, n = 0, len(data)
+        while i < n:
+            if self.state == 1:
+                if self.escape:
+                    self.escape, i = False, i + 1
+                    continue
+                m = _IN_STRING.search(data, i)
+                if m is None:
+                    return ended
+                i = m.end()
+                if m.group() == b"\\":
+                    self.escape = True
+                else:
+                    self.state = 0
+                    ended = ended or self.depth == 0  # a top-level string
+            elif self.state == 2:
+                j = data.find(b"\n", i)
+                if j < 0:
+                    return ended
+                self.state, i = 0, j + 1
+            elif self.state == 3:
+                m = _IN_BLOCK.search(data, i)
+                if m is None:
+                    return ended
+                i = m.end()
+                self.blocks += 1 if m.group() == b"#|" else -1
+                if self.blocks == 0:
+                    self.state = 0
+            else:
+                m = (_NESTED if self.depth else _TOP).search(data, i)
+                if m is None:
+                    return ended
+                i, c = m.end(), m.group()
+                if c == b"(":
+                    self.depth += 1
+                elif c == b")":
+                    self.depth -= 1
+                    if self.depth <= 0:
+                        self.depth, ended = 0, True
+                elif c == b'"':
+                    self.state = 1
+                elif c == b";":
+                    self.state = 2
+                elif c == b"#|":
+                    self.state, self.blocks = 3, 1
+                elif c == b"#;":
+                    pass  # comments out the next expression, which is still counted
+                elif self.depth == 0:
+                    ended = True  # a top-level atom: rare, parsed at once
+        return ended
 
 
 def parse_many(text: bytes) -> list[Sexp]:

@@ -11,29 +11,31 @@ __all__ = ["atom_text", "must_escape", "quote", "to_string", "to_string_hum"]
 
 def to_string(sexp: Sexp) -> bytes:
     """The one-line machine form.  A space separates two atoms only where
-    both are unquoted, as in sexplib's `to_buffer_mach`."""
-    out: list[bytes] = []
+    both are unquoted, as in sexplib's `to_buffer_mach`.  Written into one
+    buffer as it goes: a list of the pieces held them all (several times
+    the line) until the end."""
+    out = bytearray()
     _mach(sexp, out, False)
-    return b"".join(out)
+    return bytes(out)
 
 
-def _mach(sexp: Sexp, out: list[bytes], may_need_space: bool) -> bool:
+def _mach(sexp: Sexp, out: bytearray, may_need_space: bool) -> bool:
     if isinstance(sexp, bytes):
         if must_escape(sexp):
-            out.append(quote(sexp))
+            out += quote(sexp)
             return False
         if may_need_space:
-            out.append(b" ")
-        out.append(sexp)
+            out += b" "
+        out += sexp
         return True
     if not sexp:
-        out.append(b"()")
+        out += b"()"
         return False
-    out.append(b"(")
+    out += b"("
     need = False
     for item in sexp:
         need = _mach(item, out, need)
-    out.append(b")")
+    out += b")"
     return False
 
 

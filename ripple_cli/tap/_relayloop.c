@@ -17,7 +17,9 @@
  * listen_fds: listening sockets (Python bound them and told the tap);
  * upstreams: [(family, host, port, flowinfo, scope_id)], tried in order;
  * resolve_error: why `upstreams` is empty.  The loop runs without the GIL
- * until in_fd reaches its end (the tap stops us) or out_fd's reader goes.
+ * until in_fd gives STOP_BYTE then its end (the tap stops us).  Any other
+ * end of in_fd or out_fd means the tap is gone: orphaned, the loop stops
+ * listening and copying and runs until the open connections are done.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -47,6 +49,7 @@ enum { REC_OPEN = 3, REC_DATA = 4, REC_GAP = 5, REC_END = 6, REC_NOTE = 7, REC_S
 #define WRITE_HIGH_WATER (1 << 20) /* per socket: stop reading the other side past this */
 #define WRITE_LOW_WATER (WRITE_HIGH_WATER / 4)
 #define FLUSH_AT (64 * 1024)
+#define STOP_BYTE 'S' /* relay.py's STOP_BYTE */
 #define STOP_GRACE_MS 2000 /* for open connections to flush and close when the tap stops */
 #define DRAIN_WAIT_MS 5000 /* for the tap to take the last records */
 #define MAX_EVENTS 256
@@ -156,6 +159,8 @@ typedef struct {
     int64_t flush_ns;
     int64_t accept_retry_at; /* out of descriptors: accepting resumes then; 0: accepting */
     int stop_requested, stopping;
+    int stop_asked; /* STOP_BYTE came on in_fd: its end is a stop, not the tap's death */
+    int orphaned;   /* the tap is gone without asking: forward what is open, then end */
     int64_t grace_until;
     char *rbuf;
 } Relay;
@@ -277,8 +282,8 @@ static void out_flush(Relay *r) {
             out_register(r, EPOLLOUT); /* the pipe is full: wait, never block */
             return;
         } else {
-            r->out_dead = 1; /* the tap is gone: stop */
-            r->stop_requested = 1;
+            r->out_dead = 1; /* the tap is gone: orphaned */
+            r->orphaned = 1;
         }
     }
     r->flush_at = 0;
@@ -698,6 +703,25 @@ static void begin_stop(Relay *r) {
     }
 }
 
+/* The tap went away without asking us to stop (killed, or its decoder
+ * failed): no new connections, no copies; the open ones are forwarded to
+ * their end, so that the tap's failure never costs the traffic. */
+static void begin_orphan(Relay *r) {
+    r->orphaned = 2;
+    r->out_dead = 1;
+    r->obuf.head = r->obuf.len = 0;
+    r->flush_at = 0;
+    epoll_ctl(r->ep, EPOLL_CTL_DEL, r->out.fd, NULL); /* the run's end closes it */
+    r->accept_retry_at = 0;
+    for (size_t i = 0; i < r->nlisten; i++) {
+        if (r->listens[i].fd >= 0) {
+            epoll_ctl(r->ep, EPOLL_CTL_DEL, r->listens[i].fd, NULL);
+            close(r->listens[i].fd);
+            r->listens[i].fd = -1;
+        }
+    }
+}
+
 static void free_dead(Relay *r) {
     while (r->dead != NULL) {
         Conn *c = r->dead;
@@ -744,6 +768,10 @@ static void drain(Relay *r) {
 static int relay_loop(Relay *r) {
     struct epoll_event evs[MAX_EVENTS];
     for (;;) {
+        if (r->orphaned == 1 && !r->stopping)
+            begin_orphan(r);
+        if (r->orphaned && !r->stopping && r->live == NULL)
+            break;
         if (r->stop_requested && !r->stopping)
             begin_stop(r);
         if (r->stopping && (r->live == NULL || mono_ns() >= r->grace_until))
@@ -768,16 +796,22 @@ static int relay_loop(Relay *r) {
             case K_IN: {
                 char tmp[256];
                 ssize_t k = read(h->fd, tmp, sizeof tmp);
+                if (k > 0 && memchr(tmp, STOP_BYTE, (size_t)k) != NULL)
+                    r->stop_asked = 1;
                 if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
-                    r->stop_requested = 1; /* the tap closed our stdin: stop */
+                    if (r->stop_asked)
+                        r->stop_requested = 1; /* the tap asked, then closed our stdin: stop */
+                    else if (!r->orphaned)
+                        r->orphaned = 1;
                     epoll_ctl(r->ep, EPOLL_CTL_DEL, h->fd, NULL);
                 }
                 break;
             }
             case K_OUT:
-                if (e & EPOLLERR) { /* the tap closed its end: stop */
+                if (e & EPOLLERR) { /* the tap closed its end */
                     r->out_dead = 1;
-                    r->stop_requested = 1;
+                    if (!r->stop_asked && !r->orphaned)
+                        r->orphaned = 1;
                     epoll_ctl(r->ep, EPOLL_CTL_DEL, h->fd, NULL);
                 } else if (e & EPOLLOUT) {
                     out_flush(r);

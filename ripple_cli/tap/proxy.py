@@ -41,7 +41,7 @@ from ripple_cli.tap.records import (
     Record,
     read_records,
 )
-from ripple_cli.tap.relay import RelayConfig
+from ripple_cli.tap.relay import STOP_BYTE, RelayConfig
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 _STOP_WAIT = 10.0  # seconds for the relay to close its connections and exit
@@ -156,7 +156,18 @@ class ProxySource:
         proc = self._proc
         if proc is not None and proc.stdin is not None and not proc.stdin.closed:
             with contextlib.suppress(OSError):
+                proc.stdin.write(STOP_BYTE)
+                proc.stdin.flush()
+            with contextlib.suppress(OSError):
                 proc.stdin.close()
+
+    def abandon(self) -> None:
+        """The tap cannot go on (its decoder failed): the relay is left to
+        forward the connections already open until they close, unwatched."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # without STOP_BYTE: the relay is orphaned, not stopped
 
     def close(self) -> None:
         proc = self._proc

@@ -11,8 +11,12 @@ the relay runs its event loop and nothing else.
 For each chunk it forwards the bytes first, then writes a copy to its
 stdout (the tap reads it: see records.py).  The copies wait in the pipe
 transport's buffer; past `buffer` bytes a copy is dropped and the tap is
-told a gap of that many bytes instead.  The tap stops the relay by closing
-the relay's stdin; the relay also stops when the tap goes away.
+told a gap of that many bytes instead.  The tap stops the relay by writing
+STOP_BYTE to the relay's stdin and closing it.  When the tap goes away
+without that (killed, or its decoder failed), the relay is orphaned: it
+stops listening and writing copies, and forwards the connections already
+open until they close, so that a failure of the decoder never costs the
+traffic it watches.
 
 Closing follows a plain relay: a FIN from one side is passed on as a
 shutdown(SHUT_WR) to the other, the sockets close once both directions are
@@ -62,6 +66,8 @@ from ripple_cli.tap.records import (
 _F_SETPIPE_SZ = 1031  # Linux fcntl: a bigger pipe means fewer wake-ups of the tap
 _PIPE_SIZE = 1 << 20
 _WRITE_HIGH_WATER = 1 << 20  # per socket: read from one side while the other takes this much
+STOP_BYTE = b"S"  # on the relay's stdin: the tap asks it to stop (see above)
+_ORPHAN_POLL = 0.05  # seconds between looks at the connections an orphaned relay still forwards
 _STOP_GRACE = 2.0  # seconds for open connections to flush and close when the tap stops
 _DRAIN_WAIT = 5.0  # seconds for the tap to take the last records
 _FLUSH_MS = 2  # C lane: copies wait at most this long for more, so that the tap wakes per batch
@@ -316,29 +322,35 @@ class Relay:
 
 
 class _Pipe(asyncio.Protocol):
-    """The read end of stdin (closed by the tap to stop us), or the write end
-    of stdout (closed when the tap is gone): either way, stop."""
+    """The read end of stdin or the write end of stdout.  STOP_BYTE then the
+    end of stdin: the tap asks us to stop.  Any other end of either pipe:
+    the tap is gone, we are orphaned."""
 
-    def __init__(self, stop: asyncio.Event) -> None:
+    def __init__(self, stop: asyncio.Event, orphaned: asyncio.Event) -> None:
         self.stop = stop
+        self.orphaned = orphaned
+        self.asked = False
 
     def data_received(self, data: bytes) -> None:
-        pass
+        self.asked = self.asked or STOP_BYTE in data
 
     def eof_received(self) -> bool:
-        self.stop.set()
+        self._ended()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.stop.set()
+        self._ended()
+
+    def _ended(self) -> None:
+        (self.stop if self.asked else self.orphaned).set()
 
 
 async def serve(cfg: RelayConfig, out_fd: int, in_fd: int) -> int:
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
+    stop, orphaned = asyncio.Event(), asyncio.Event()
     with contextlib.suppress(OSError):
         fcntl.fcntl(out_fd, _F_SETPIPE_SZ, _PIPE_SIZE)
-    out, _ = await loop.connect_write_pipe(lambda: _Pipe(stop), os.fdopen(out_fd, "wb", buffering=0))
+    out, _ = await loop.connect_write_pipe(lambda: _Pipe(stop, orphaned), os.fdopen(out_fd, "wb", buffering=0))
     sink = Sink(out, cfg.buffer)
     relay = Relay(cfg, sink)
     where = _text([cfg.listen_host or "*", cfg.listen_port])
@@ -353,9 +365,18 @@ async def serve(cfg: RelayConfig, out_fd: int, in_fd: int) -> int:
         return 1
     addresses = [_text(_hostport(s.getsockname())) for s in server.sockets]
     sink.control(pack_json(LISTENING, {"addresses": addresses}))
-    await loop.connect_read_pipe(lambda: _Pipe(stop), os.fdopen(in_fd, "rb", buffering=0))
-    await stop.wait()
+    await loop.connect_read_pipe(lambda: _Pipe(stop, orphaned), os.fdopen(in_fd, "rb", buffering=0))
+    ended = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(orphaned.wait())]
+    await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
+    for f in ended:
+        f.cancel()
     server.close()
+    if not stop.is_set():  # orphaned: no copies, no new connections; the open ones run to their end
+        if not out.is_closing():
+            out.abort()
+        while relay.conns or relay.transports > 0:
+            await asyncio.sleep(_ORPHAN_POLL)
+        return 0
     await relay.stop()
     sink.control(pack(STOPPED, time_ns=time.time_ns()))
     await _drain(out)

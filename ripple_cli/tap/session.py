@@ -157,8 +157,14 @@ class Session:
                     self._abandon()
         finally:
             # --count reached, or an error: stop the source; the recorder
-            # keeps what was received.
-            self.source.close()
+            # keeps what was received.  A failure of the tap itself (a bug,
+            # memory) must not cost the traffic: a relay is left to forward
+            # the connections already open, unwatched.
+            abandon = getattr(self.source, "abandon", None)
+            if self._error is not None and abandon is not None:
+                abandon()
+            else:
+                self.source.close()
             if not self.abandoned:
                 try:
                     _wait(self._recorded)
@@ -268,11 +274,9 @@ class Session:
     def _forget(self, stream: StreamId) -> None:
         """Both directions ended: their decoders go (a tap may see millions of connections)."""
         other = StreamId(stream.connection, stream.client, stream.server, not stream.from_client)
-        streams = self.demux.streams
-        st = streams.get(other)
+        st = self.demux.streams.get(other)
         if st is None or st.ended is not None:
-            streams.pop(stream, None)
-            streams.pop(other, None)
+            self.demux.forget(stream.connection)
         self.demux.undecoded.pop(stream, None)
 
     # -- printer: print queue -> renderer ------------------------------------------

@@ -34,7 +34,7 @@ from ripple_cli.tap.records import (
     Record,
     read_records,
 )
-from ripple_cli.tap.relay import RelayConfig, c_loop
+from ripple_cli.tap.relay import STOP_BYTE, RelayConfig, c_loop
 
 ROOT = Path(__file__).resolve().parents[2]
 LANES = ["c", "asyncio"]
@@ -59,8 +59,9 @@ class RelayRun:
     reader: threading.Thread | None = None
 
     def stop(self) -> list[Record]:
-        """Closes the relay's stdin (as the tap does to stop it); its records to the end."""
+        """Asks the relay to stop and closes its stdin, as the tap does; its records to the end."""
         assert self.proc.stdin is not None
+        self.proc.stdin.write(STOP_BYTE)
         self.proc.stdin.close()
         assert self.proc.wait(30) == 0
         if self.reader is not None:

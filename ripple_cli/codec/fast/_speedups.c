@@ -1254,11 +1254,31 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
+/* The scanner takes part in garbage collection: `resolve` is a bound method
+ * of the lane that owns the scanner, a cycle that reference counts alone
+ * never free (every closed connection would leave its lane behind). */
+static int
+Scanner_traverse(Scanner *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->resolve);
+    for (int i = 0; i < self->nfps; i++)
+        Py_VISIT(self->fps[i].prog);
+    return 0;
+}
+
+static int
+Scanner_clear(Scanner *self)
+{
+    Py_CLEAR(self->resolve);
+    scanner_forget(self);
+    return 0;
+}
+
 static void
 Scanner_dealloc(Scanner *self)
 {
-    Py_XDECREF(self->resolve);
-    scanner_forget(self);
+    PyObject_GC_UnTrack(self);
+    Scanner_clear(self);
     PyMem_Free(self->out.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1391,7 +1411,9 @@ static PyMethodDef Scanner_methods[] = {
 static PyTypeObject ScannerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ripple_cli.codec.fast._speedups.Scanner",
     .tp_basicsize = sizeof(Scanner),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Scanner_traverse,
+    .tp_clear = (inquiry)Scanner_clear,
     .tp_doc = "Consumes the boring envelopes of a buffer (see lane.py).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Scanner_init,
@@ -1410,6 +1432,50 @@ py_crc32c(PyObject *Py_UNUSED(mod), PyObject *arg)
     uint32_t c = crc32c(b.buf, (size_t)b.len);
     PyBuffer_Release(&b);
     return PyLong_FromUnsignedLong(c);
+}
+
+/* crc32c_shift(crc, n): the CRC register moved past n zero bytes, that is
+ * crc * x^(8n) modulo the polynomial (zlib's multmodp and x2nmodp), for
+ * crcrange.py's CRC of any range from prefix CRCs. */
+#define SHIFT_POLY 0x82F63B78u
+
+static uint32_t
+shift_mul(uint32_t a, uint32_t b)
+{
+    uint32_t m = 1u << 31, p = 0;
+    while (a) {
+        if (a & m) {
+            p ^= b;
+            a ^= m;
+        }
+        m >>= 1;
+        b = (b & 1) ? (b >> 1) ^ SHIFT_POLY : b >> 1;
+    }
+    return p;
+}
+
+static uint32_t shift_x2n[64]; /* x^(2^k) */
+
+static PyObject *
+py_crc32c_shift(PyObject *Py_UNUSED(mod), PyObject *args)
+{
+    unsigned long crc;
+    unsigned long long n;
+    if (!PyArg_ParseTuple(args, "kK", &crc, &n))
+        return NULL;
+    if (!shift_x2n[0]) {
+        uint32_t x = 1u << 30; /* x^1 */
+        for (int k = 0; k < 64; k++) {
+            shift_x2n[k] = x;
+            x = shift_mul(x, x);
+        }
+    }
+    uint32_t power = 1u << 31; /* x^0 */
+    unsigned k = 3; /* n bytes: x^(8n) = x^(n * 2^3) */
+    for (; n; n >>= 1, k++)
+        if (n & 1)
+            power = shift_mul(shift_x2n[k & 63], power);
+    return PyLong_FromUnsignedLong(shift_mul(power, (uint32_t)crc));
 }
 
 static PyObject *
@@ -1447,6 +1513,7 @@ py_float_atom(PyObject *Py_UNUSED(mod), PyObject *arg)
 
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_O, "CRC-32C of a buffer (the instruction when the CPU has it)."},
+    {"crc32c_shift", py_crc32c_shift, METH_VARARGS, "crc32c_shift(crc, n): the register past n zero bytes."},
     {"crc32c_table", py_crc32c_table, METH_O, "CRC-32C by the slicing-by-8 table (the fallback)."},
     {"atom_text", py_atom_text, METH_O, "An atom as sexplib's one-line printer writes it."},
     {"float_atom", py_float_atom, METH_O, "sexp_of_float's text of a float."},

@@ -41,6 +41,7 @@ from ripple_cli.codec.fast.layout import (
     PROGRAM_TYPECODE,
 )
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
+from ripple_cli.codec.values import zero_width
 from ripple_cli.sexp.write import atom_text, must_escape
 
 if TYPE_CHECKING:
@@ -89,15 +90,28 @@ def program_words(schema: Schema) -> tuple[bytes, tuple[tuple[bytes, bool], ...]
     return array(PROGRAM_TYPECODE, b.code).tobytes(), tuple(b.atoms)
 
 
+def _has_empty_list(t: FieldType) -> bool:
+    """A list of zero-width elements: its count is held to a decode budget
+    (values.py) that only the Python decoder keeps."""
+    if isinstance(t, ListOf):
+        return zero_width(t.inner) or _has_empty_list(t.inner)
+    if isinstance(t, OptionOf):
+        return _has_empty_list(t.inner)
+    if isinstance(t, RecordOf):
+        return any(_has_empty_list(f.typ) for f in t.fields)
+    return False
+
+
 @lru_cache(maxsize=1024)
 def compile_program(schema: Schema) -> Program | None:
     """The schema's program, or None when C cannot take it (nested deeper
-    than its limit, more enum constructors than two bytes index): its
-    Deltas then always go through the Python decoder."""
+    than its limit, more enum constructors than two bytes index, lists of
+    zero-width elements): its Deltas then always go through the Python
+    decoder."""
     from ripple_cli.codec.fast import _load
 
     accel = _load()
-    if accel is None:
+    if accel is None or _has_empty_list(schema.key) or any(_has_empty_list(f.typ) for f in schema.fields):
         return None
     try:
         code, atoms = program_words(schema)

@@ -147,9 +147,9 @@ class Lane:
         self.frames = frames
         self.checker = checker
         self.raw = deltas is DeltaMode.RAW
-        # The scanner holds the resolver, not the lane: the C object takes no
-        # part in garbage collection, so a cycle through it (lane -> scanner
-        # -> bound method -> lane) would never be freed, a lane per stream.
+        # The scanner holds the resolver, not the lane, so a finished stream's
+        # lane goes with its last reference; the scanner also takes part in
+        # garbage collection, so a cycle through it would be freed anyway.
         self._scanner = accel.Scanner(
             max_payload=frames.max_payload,
             render=render,
