@@ -7,6 +7,7 @@ for byte, in both lanes (the C fast lane and RIPPLE_PURE=1)."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from livecap import DEMO, Exchange, closed, converse, listener, require_tcpdump, tcpdump
-from mutate import MASK, Packet, read_pcap, split, write_pcap
+from mutate import MASK, Packet, duplicate, read_pcap, reorder, split, write_pcap
 
 from ripple_cli.codec.fast import speedups
 from tests.conftest import EXAMPLES, run_cli
@@ -144,3 +145,49 @@ def test_reordered_duplicated_split_merged_capture_decodes_whole(
         assert len(streams) == 2 * CONNECTIONS
         for label, lines in streams.items():
             assert lines == raw_lines, label
+
+
+def _client_data(pkts: list[Packet], port: int) -> list[int]:
+    return [i for i, p in enumerate(pkts) if p.dport == port and p.payload]
+
+
+def _list_streams(path: Path, port: int) -> dict[str, dict[str, object]]:
+    res = run_cli(["decode", "--list-streams", "-F", "jsonl", "--port", str(port), str(path)])
+    assert res.code == 0, res.stderr
+    return {rec["stream"]: rec for rec in map(json.loads, res.stdout.splitlines())}
+
+
+def test_counts_per_connection(tmp_path: Path, demo_capture: tuple[list[Packet], int]) -> None:
+    """One data segment after the next two of its direction (the ACKs of it
+    moved along), one duplicated: --list-streams counts them, exactly."""
+    pkts, port = demo_capture
+    first = pkts[0].sport
+    conn = [p for p in pkts if first in (p.sport, p.dport)]
+    data = _client_data(conn, port)
+    reordered = reorder(conn, data[3], 2)
+    damaged = duplicate(reordered, _client_data(reordered, port)[8], 1)
+    streams = _list_streams(write_pcap(tmp_path / "c.pcap", damaged), port)
+    assert streams["1:c2s"]["tcp"] == {"out_of_order": 2, "retransmitted": 1, "acked_unseen": 0, "held": 2}
+    assert streams["1:c2s"]["messages"] == 300 and streams["1:s2c"]["messages"] == 300
+
+
+def test_segment_after_an_ack_that_covers_it(
+    tmp_path: Path, demo_capture: tuple[list[Packet], int], raw_lines: list[bytes]
+) -> None:
+    """The capture shows the receiver's ACK before the segment it covers
+    (three packets later): counted as acked unseen, nothing declared missing."""
+    pkts, port = demo_capture
+    first = pkts[0].sport
+    conn = [p for p in pkts if first in (p.sport, p.dport)]
+    i = _client_data(conn, port)[5]
+    moved = conn[i]
+    end = (moved.seq + len(moved.payload)) & MASK
+    j = next(k for k in range(i + 1, len(conn)) if conn[k].sport == port and ((conn[k].tcp.ack - end) & MASK) < 1 << 31)
+    damaged = [*conn[:i], *conn[i + 1 : j + 1], *conn[j + 1 : j + 3], moved, *conn[j + 3 :]]
+    path = write_pcap(tmp_path / "a.pcap", damaged)
+    streams = _list_streams(path, port)
+    tcp = streams["1:c2s"]["tcp"]
+    assert isinstance(tcp, dict) and tcp["acked_unseen"] == 1
+    for code, stdout, stderr in _decode_both_lanes(["decode", "--schemas", SCHEMAS, str(path)]):
+        assert (code, stderr) == (0, "")
+        assert stdout.splitlines() == raw_lines * 2
