@@ -2,7 +2,8 @@
 # Installs the Debian packages the tests need: OCaml with bin_prot and
 # sexplib (the real workers' serializers, for interop tests) and tcpdump.
 # jq, xxd and nc (netcat-openbsd) run the examples of README.md and the man
-# pages (tests/docs).
+# pages (tests/docs). iproute2 and ethtool: the reordering test captures over a
+# veth pair between two network namespaces, offloads off.
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
@@ -10,7 +11,7 @@ packages=(
   ocaml-nox ocaml-findlib libbin-prot-ocaml-dev libppx-bin-prot-ocaml-dev
   libppx-sexp-conv-ocaml-dev libsexplib-ocaml-dev libfieldslib-ocaml-dev
   libvariantslib-ocaml-dev libppx-deriving-ocaml-dev
-  tcpdump groff-base jq xxd netcat-openbsd
+  tcpdump groff-base jq xxd netcat-openbsd iproute2 ethtool
 )
 # Spark (ripple export/stats, tests/batch) runs on Java 17 or 21: a headless
 # JRE when no java is on the PATH, or one older than 17 (Debian 12 has 17;

@@ -247,7 +247,7 @@ class Reassembler:
                     snd.fin = snd.offset(seq) + len(payload)
             if snd.fin is not None and snd.delivered >= snd.fin:
                 self._end(snd, time_ns, "fin")
-        if flags & ACK and rcv.based and not rcv.ended and rcv.starts:
+        if flags & ACK and ack != rcv.nxt and rcv.based and not rcv.ended:
             self._acked(rcv, rcv.offset(ack))
         if snd.ended and rcv.ended:
             self._close(conn, time_ns)
@@ -515,10 +515,11 @@ class Reassembler:
 
     def _acked(self, d: _Direction, acked: int) -> None:
         """The receiver acknowledged `d`'s bytes up to stream offset
-        `acked`, beyond a hole: counted once per hole; the hole stays open,
-        its segment may still come (a capture point reorders)."""
+        `acked`: beyond the bytes seen, that is a hole (its segment not seen
+        yet), counted once; it stays open, its segment may still come (a
+        capture point reorders)."""
         hole = d.delivered
-        if acked > hole and acked >= d.starts[0] and d.hole_acked != hole:
+        if acked > hole and d.hole_acked != hole:
             d.hole_acked = hole
             d.counts.acked_unseen += 1
 
