@@ -131,7 +131,7 @@ def raw_lines() -> list[bytes]:
 
 
 @settings(
-    max_examples=8,
+    max_examples=6,
     deadline=None,
     derandomize=True,
     database=None,
