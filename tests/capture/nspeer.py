@@ -2,8 +2,8 @@
 network namespace by `ip netns exec`: `serve HOST PORT N FILE` accepts N
 connections and answers each with FILE's bytes while reading what comes;
 `send HOST PORT N FILE SEED` opens N connections at once, writes FILE's
-bytes on each in random-sized writes and checks it got FILE back.
-Standard library only: it runs as a plain script."""
+bytes on each in random-sized writes and checks it got FILE back.  The
+peers are livecap's, the loopback captures' own."""
 
 from __future__ import annotations
 
@@ -13,18 +13,10 @@ import sys
 import threading
 from pathlib import Path
 
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]  # livecap, and the ripple_cli it imports
 
-def _answer(conn: socket.socket, data: bytes, rng: random.Random) -> None:
-    with conn:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        at = 0
-        while chunk := conn.recv(65536):
-            if at < len(data):
-                n = rng.randint(1, 3000)
-                conn.sendall(data[at : at + n])
-                at += n
-            del chunk
-        conn.sendall(data[at:])
+from livecap import _client, _serve_one  # noqa: E402
 
 
 def serve(host: str, port: int, n: int, data: bytes) -> None:
@@ -36,38 +28,19 @@ def serve(host: str, port: int, n: int, data: bytes) -> None:
         threads = []
         for k in range(n):
             conn, _addr = srv.accept()
-            threads.append(threading.Thread(target=_answer, args=(conn, data, random.Random(k))))
+            threads.append(threading.Thread(target=_serve_one, args=(conn, data, random.Random(k), [])))
             threads[-1].start()
         for t in threads:
             t.join(60)
 
 
-def _send(host: str, port: int, data: bytes, rng: random.Random, got: list[bytes]) -> None:
-    with socket.create_connection((host, port), timeout=60) as c:
-        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        received = bytearray()
-
-        def read() -> None:
-            while chunk := c.recv(65536):
-                received.extend(chunk)
-
-        reader = threading.Thread(target=read)
-        reader.start()
-        at = 0
-        while at < len(data):
-            n = rng.randint(1, 3000)
-            c.sendall(data[at : at + n])
-            at += n
-        c.shutdown(socket.SHUT_WR)
-        reader.join(60)
-    got.append(bytes(received))
-
-
 def send(host: str, port: int, n: int, data: bytes, seed: int) -> None:
     got: list[bytes] = []
-    threads = [
-        threading.Thread(target=_send, args=(host, port, data, random.Random(seed * 100 + k), got)) for k in range(n)
-    ]
+
+    def one(k: int) -> None:
+        got.append(_client(host, port, data, random.Random(seed * 100 + k), 3000)[1])
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(n)]
     for t in threads:
         t.start()
     for t in threads:

@@ -16,7 +16,7 @@ import dpkt  # type: ignore[import-untyped, unused-ignore]
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from livecap import DEMO, Exchange, closed, converse, listener, require_tcpdump, tcpdump
+from livecap import DEMO, capture_conversation, require_tcpdump
 from mutate import MASK, Packet, duplicate, read_pcap, reorder, split, write_pcap
 from netns import PORT, capture_over_veth
 
@@ -31,15 +31,10 @@ SCHEMAS = str(EXAMPLES / "schemas")
 def lo_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Packet], int]:
     """Four connections on 127.0.0.1, each carrying the demo stream both
     ways, captured by tcpdump -i lo; its TCP packets and the server port."""
-    require_tcpdump()
     path = tmp_path_factory.mktemp("reorder") / "lo.pcap"
-    exchanges: list[Exchange] = []
-    until = closed(lambda: [e.client_port for e in exchanges])
-    with listener() as srv:
-        port = srv.getsockname()[1]
-        with tcpdump(path, f"tcp port {port}", until=until):
-            exchanges += converse(srv, [(DEMO, DEMO)] * CONNECTIONS, seed=3, max_write=2000)
-    return read_pcap(path), port
+    capture_conversation(path, [(DEMO, DEMO)] * CONNECTIONS, seed=3, max_write=2000)
+    pkts = read_pcap(path)
+    return pkts, pkts[0].dport  # the first SYN's
 
 
 @pytest.fixture(scope="module")
