@@ -3,7 +3,11 @@
 Each connection has two directions.  A direction delivers its bytes in
 sequence order; a segment that arrives early waits in a per-direction
 out-of-order buffer whose segments never overlap (the first copy of any byte
-is kept: later copies are trimmed against it, and compared with it).  All
+is kept: later copies are trimmed against it, and compared with it); the
+buffer is a sorted list of offsets, searched by bisection, so a segment
+costs O(log n) comparisons wherever it lands, and a retransmission is
+trimmed against the delivered point, compared only with the recent
+history it overlaps.  All
 sequence arithmetic is modulo 2**32, relative to the next expected byte, so
 wrap-around needs no special case; past that point positions are stream
 offsets (Python ints, from 0 at the direction's first byte).
@@ -27,9 +31,10 @@ When a missing segment (a hole) is declared a `StreamGap` of its exact size
   (capture points reorder across directions: multi-queue NICs, several
   CPUs), so a direction ends at its FIN once every byte before it came.
 
-An acknowledgment beyond a hole does not declare it either: the segment
-may still come, a few packets later (Wireshark and Zeek keep reassembling
-late segments too).  It is counted (`acked_unseen`, one per hole), with the
+An acknowledgment beyond the bytes seen (a hole) does not declare it
+either: the segment may still come, a few packets later (Wireshark and
+Zeek keep reassembling late segments too).  It is counted (`acked_unseen`,
+once per hole), with the
 out-of-order, retransmitted and held segments: `TcpCounts`, on each
 direction's `StreamEnd`.
 
@@ -158,7 +163,8 @@ class Reassembler:
     `finish`; each call returns the events it produced.
 
     Memory: at most `window` buffered bytes and `history` delivered bytes
-    per open direction, and at most `max_flows` open connections.
+    per open direction, at most `max_flows` connections open or waiting,
+    and `REORDER_PACKETS` packets per connection waiting for its handshake.
     """
 
     def __init__(
