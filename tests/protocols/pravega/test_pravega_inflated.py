@@ -5,8 +5,11 @@ reported truncated, as before."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pv_bytes import cmd, decode, hello, keep_alive
 
+from tests.conftest import run_cli
 from tests.protocols.dissector_kit import chunkings, messages, problems
 
 KA = b"(pravega(KeepAlive()))"
@@ -28,3 +31,16 @@ def test_command_cut_short_is_truncated() -> None:
     items = decode([data])
     assert [m.line for m in messages(items)] == [KA]
     assert [p.describe() for p in problems(items)] == ["offset 8: the stream ends 13 bytes into a Hello of 16 bytes"]
+
+
+def test_decode_cli_one_line(tmp_path: Path) -> None:
+    inflated = cmd(100, b"", length=5000)
+    path = tmp_path / "inflated.pravega"
+    path.write_bytes(inflated + keep_alive() * 100)
+    res = run_cli(["decode", "-P", "pravega", str(path)])
+    assert res.code == 1
+    assert res.stdout.splitlines() == [KA] * 100
+    assert res.stderr.splitlines() == [
+        f"ripple: {path}: error: offset 0: the stream ends 808 bytes into a KeepAlive of 5008 bytes; "
+        "skipped 8 bytes to offset 8"
+    ]

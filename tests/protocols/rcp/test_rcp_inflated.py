@@ -5,10 +5,12 @@ the Ripple and Lumberjack decoders do, in any chunking."""
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from rcpkit import decode, frame, request
 
+from tests.conftest import run_cli
 from tests.protocols.dissector_kit import chunkings, kinds, messages, problems
 
 FRAMES = [frame(request(str(k), "PING")) for k in range(18)]
@@ -34,3 +36,15 @@ def test_inflated_length_loses_only_its_frame(by: int) -> None:
         assert problem.skipped == len(FRAMES[0])
         why = "fails its CRC" if by == 40 else "runs past the end of the stream"
         assert f"frame length {len(FRAMES[0]) + by} {why}; a whole frame starts at {len(FRAMES[0])}" in problem.detail
+
+
+def test_decode_cli_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "inflated.rcp"
+    path.write_bytes(_inflated(10_000))
+    res = run_cli(["decode", "-P", "rcp", str(path)])
+    assert res.code == 1
+    assert res.stdout.count(b"\n") == 17
+    assert res.stderr.splitlines() == [
+        f"ripple: {path}: error: offset 0: frame length {len(FRAMES[0]) + 10_000} runs past the end of the stream; "
+        f"a whole frame starts at {len(FRAMES[0])}; skipped {len(FRAMES[0])} bytes to offset {len(FRAMES[0])}"
+    ]
