@@ -6,7 +6,8 @@
 # iproute2 (ip netns, veth, vxlan): the tunnel tests make real VXLAN captures
 # in network namespaces (tests/capture/test_tunnels.py).
 # jq, xxd and nc (netcat-openbsd) run the examples of README.md and the man
-# pages (tests/docs).
+# pages (tests/docs).  ethtool: the reordering test captures over a veth pair
+# between two network namespaces, offloads off (tests/capture/test_reordering.py).
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 
@@ -14,7 +15,7 @@ packages=(
   ocaml-nox ocaml-findlib libbin-prot-ocaml-dev libppx-bin-prot-ocaml-dev
   libppx-sexp-conv-ocaml-dev libsexplib-ocaml-dev libfieldslib-ocaml-dev
   libvariantslib-ocaml-dev libppx-deriving-ocaml-dev
-  tcpdump tshark iproute2 groff-base jq xxd netcat-openbsd
+  tcpdump tshark iproute2 ethtool groff-base jq xxd netcat-openbsd
 )
 # wireshark-common asks whether non-root users may capture: no, and no question.
 export APT_PRESEED="wireshark-common wireshark-common/install-setuid boolean false"

@@ -39,6 +39,7 @@ class BatchArgs:
     max_payload: int
     quiet: bool
     community_id_seed: int = 0
+    reassembly_window: int = 8 << 20
 
 
 class BatchRun:
@@ -53,6 +54,7 @@ class BatchRun:
             max_payload=args.max_payload,
             ports=frozenset(args.ports),
             max_flows=args.max_flows,
+            reassembly_window=args.reassembly_window,
             community_id_seed=args.community_id_seed,
             cwd=os.getcwd(),
         )

@@ -15,7 +15,6 @@ exactly.  A capture is read whole, as its decode task will.
 
 from __future__ import annotations
 
-import io
 import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,7 +31,6 @@ from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.ripple.message import Message
-from ripple_cli.sources.inputs import input_events
 
 from .tasks import CaptureFile, ConnKey, RawRange, Settings, conn_key, ripple_demux
 
@@ -109,7 +107,7 @@ def scan_capture(task: CaptureFile, settings: Settings) -> ScanResult:
     conns: dict[int, ConnSeen] = {}
 
     def events() -> Iterator[CaptureEvent]:
-        for ev in input_events(settings.file(task.path), io.BytesIO(), settings.ports, settings.max_flows, task.path):
+        for ev in settings.events(task.path):
             st = ev.stream
             if st is not None:
                 if isinstance(ev, StreamStart):

@@ -80,6 +80,7 @@ class Settings:
     max_payload: int = DEFAULT_MAX_PAYLOAD
     ports: frozenset[int] = frozenset()  # --port: Ripple connections by port; empty: by content
     max_flows: int = 10000
+    reassembly_window: int = 8 << 20  # --reassembly-window: see CaptureOptions.window
     community_id_seed: int = 0  # --community-id-seed: the seed of the community_id column
     # The driver's working directory: a task opens a relative input path
     # (kept as given: it is the capture_file column) against it, not
@@ -96,8 +97,15 @@ class Settings:
             registry.add(s)
         return registry
 
+    def events(self, path: str) -> Iterator[CaptureEvent]:
+        """The events of the input named `path` (a capture read with these
+        settings, or a raw stream)."""
+        return input_events(
+            self.file(path), io.BytesIO(), self.ports, self.max_flows, path, window=self.reassembly_window
+        )
+
     def capture_options(self) -> CaptureOptions:
-        return CaptureOptions(ports=self.ports, max_flows=self.max_flows)
+        return CaptureOptions(ports=self.ports, max_flows=self.max_flows, window=self.reassembly_window)
 
 
 @dataclass(frozen=True)
@@ -292,7 +300,7 @@ def capture_rows(task: CaptureFile, settings: Settings, typed: TaskTables | None
         return stream is None or conn_key(stream) not in rotated
 
     demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, siblings=typed is not None)
-    events = input_events(settings.file(task.path), io.BytesIO(), settings.ports, settings.max_flows, task.path)
+    events = settings.events(task.path)
     return demux_rows(events, demux, RowSink(task.path, typed=typed).attach(demux))
 
 

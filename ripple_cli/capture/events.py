@@ -93,11 +93,28 @@ class StreamGap:
     time_ns: int | None
 
 
+@dataclass(slots=True)
+class TcpCounts:
+    """What TCP reassembly saw of one direction's segments."""
+
+    out_of_order: int = 0  # segments that came before bytes preceding them
+    retransmitted: int = 0  # segments carrying bytes already seen (duplicates, retransmissions)
+    acked_unseen: int = 0  # holes the receiver acknowledged before the capture showed their bytes
+    held: int = 0  # the most segments held at once, waiting for a hole to fill
+
+    def add(self, other: TcpCounts) -> None:
+        self.out_of_order += other.out_of_order
+        self.retransmitted += other.retransmitted
+        self.acked_unseen += other.acked_unseen
+        self.held = max(self.held, other.held)
+
+
 @dataclass(frozen=True, slots=True)
 class StreamEnd:
     stream: StreamId | None
     time_ns: int | None
     reason: str  # "fin", "rst", "evicted", "end of capture"
+    tcp: TcpCounts | None = None  # a capture's reassembly counts (None: not reassembled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +131,8 @@ class CaptureNote:
     (errors: fragments that conflict; capture/fragments.py),
     `conflicting_overlap` (error: a retransmission with different bytes),
     `evicted` (too many connections open), `port_reused` (a new SYN
-    on a connection whose end was not seen)."""
+    on a connection whose end was not seen), `reassembly_window` (a hole
+    declared because the bytes held after it passed --reassembly-window)."""
 
     stream: StreamId | None
     time_ns: int

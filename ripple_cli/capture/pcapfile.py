@@ -4,12 +4,16 @@ Both readers stream: they hold one record (plus at most one read chunk) at a
 time, so memory does not grow with the file, and on a pipe (`tcpdump -U -w -
 | ripple decode -`) each packet comes out as soon as its record is complete.
 Problems with the file itself (a truncated last record, garbage after a
-valid magic) come out as a `CaptureNote` and end the reading; they are never
-raised.
+valid magic) come out as a `CaptureNote`; they are never raised.  A damaged
+record or block does not end the reading: the reader resynchronizes at the
+next plausible one (a pcap record header followed by another, or the end;
+a pcapng block of a known type whose two lengths agree), with one note
+naming the offset and the bytes skipped.  Only damage pays for this: the
+loops over whole records are unchanged.
 
-dpkt parses the pcapng blocks that describe things (section and interface
-headers, with their options); the record framing is ripple's own, because
-dpkt's readers do not fit (checked against dpkt 1.9.8):
+The framing and the blocks read (section and interface headers, the
+options that say how to read timestamps) are ripple's own, because dpkt's
+readers do not fit (checked against dpkt 1.9.8):
 
 - `dpkt.pcap.Reader` yields a truncated last record as if it were whole (it
   never compares what `read` returned with the record's length), gives float
@@ -18,7 +22,9 @@ dpkt's readers do not fit (checked against dpkt 1.9.8):
 - `dpkt.pcapng.Reader` keeps the link type and timestamp resolution of the
   first interface only, reads only the first section's byte order, skips
   Simple and obsolete Packet Blocks, and loses nanoseconds in a float;
-- `dpkt.pcap.UniversalReader` seeks back to the start: not on a pipe.
+- `dpkt.pcap.UniversalReader` seeks back to the start: not on a pipe;
+- `dpkt.pcapng.InterfaceDescriptionBlock` raises on a comment that is not
+  UTF-8, which loses the interface and every packet on it.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ _BT_SPB = 3
 _BT_EPB = 6
 # The smallest valid block of each type: fixed fields and both lengths.
 _MIN_BLOCK = {_BT_SHB: 28, _BT_IDB: 20, _BT_OPB: 32, _BT_SPB: 16, _BT_EPB: 32}
+# The block types of pcapng's specification (and its custom blocks): where
+# resynchronizing may resume.
+_KNOWN_BLOCKS = frozenset({_BT_SHB, _BT_IDB, _BT_OPB, _BT_SPB, 4, 5, _BT_EPB, 9, 10, 0xBAD, 0x40000BAD})
 _OPT_IF_TSRESOL = 9
 _OPT_IF_TSOFFSET = 14
 
@@ -84,8 +93,47 @@ class _Input:
 
 
 def _bad(time_ns: int, detail: str) -> CaptureNote:
-    """The file is damaged: reading stops here."""
+    """The file is damaged."""
     return CaptureNote(None, time_ns, "bad_capture", detail, error=True)
+
+
+# How far from the last good record's time a record's may be and still be
+# plausible when resynchronizing: a capture may well last a week.
+_PLAUSIBLE_SECONDS = 7 * 86400
+
+
+def _skipped(offset: int, resumed: int | None) -> str:
+    if resumed is None:
+        return "no plausible record after it: the rest of the file is skipped"
+    return f"skipped {resumed - offset} bytes to the next plausible record at offset {resumed}"
+
+
+def _resync(inp: _Input, pos: int, plausible: Callable[[bytes, int], int | None], step: int) -> int | None:
+    """The first position after `pos` (in steps of `step`) where
+    `plausible(buf, at)` gives the record's size and another plausible
+    record (or the end of the file) follows it; `inp.buf` is refilled as
+    needed (positions are relative to the new buffer).  None: none left."""
+    at = pos + step
+    span = 2 * (MAX_PACKET + 64)  # a candidate, the record after it, and slack
+    while True:
+        if len(inp.buf) - at < span:
+            more = inp.refill(at, 2 * span)  # twice: each refill is followed by `span` positions scanned
+            at = 0
+            if not inp.buf:
+                return None
+        else:
+            more = True
+        buf = inp.buf
+        stop = len(buf) - span if more else len(buf)
+        while at < stop:
+            size = plausible(buf, at)
+            if size is not None:
+                nxt = at + size
+                if (nxt == len(buf) and not more) or (nxt < len(buf) and plausible(buf, nxt) is not None):
+                    return at
+            at += step
+        if not more:
+            return None
 
 
 def _truncated(time_ns: int, offset: int, what: str, need: int, have: int) -> CaptureNote:
@@ -118,6 +166,18 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
     unpack = record.unpack_from
     pos = 24
     time_ns = 0
+    frac_max = 1_000_000_000 if nano else 1_000_000
+
+    def plausible(b: bytes, at: int) -> int | None:
+        if len(b) - at < 16:
+            return None
+        s, f, cap, orig = unpack(b, at)
+        if cap > limit or cap > orig or orig > MAX_BLOCK or f >= frac_max:
+            return None
+        if time_ns and abs(s - time_ns // 1_000_000_000) > _PLAUSIBLE_SECONDS:
+            return None
+        return 16 + int(cap)
+
     while True:
         if len(buf) - pos < 16:
             if not inp.refill(pos, 16):
@@ -125,10 +185,17 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
                     yield _truncated(time_ns, inp.base, "a record header", 16, len(inp.buf))
                 return
             buf, pos = inp.buf, 0
-        sec, frac, caplen, _origlen = unpack(buf, pos)
-        if caplen > limit:
-            yield _bad(time_ns, f"bad pcap record at offset {inp.base + pos}: length {caplen} is more than {limit}")
-            return
+        sec, frac, caplen, origlen = unpack(buf, pos)
+        if caplen > limit or caplen > origlen:
+            offset = inp.base + pos
+            why = f"length {caplen} is more than {limit}" if caplen > limit else f"length {caplen} > {origlen}"
+            found = _resync(inp, pos, plausible, 1)
+            resumed = None if found is None else inp.base + found
+            yield _bad(time_ns, f"bad pcap record at offset {offset}: {why}; {_skipped(offset, resumed)}")
+            if found is None:
+                return
+            buf, pos = inp.buf, found
+            continue
         end = pos + 16 + caplen
         if end > len(buf):
             if not inp.refill(pos, 16 + caplen):
@@ -163,23 +230,26 @@ def _resolution(code: int) -> Callable[[int], int]:
 
 
 def _interface(block: bytes, little: bool) -> _Interface:
-    """Raises ValueError (struct.error) on a block dpkt cannot parse."""
-    # Imported here, not at the top: dpkt takes 40 ms to import, and pcap
-    # files, the usual capture, have no interface blocks.
-    import dpkt  # type: ignore[import-untyped, unused-ignore]
-
-    try:
-        idb = dpkt.pcapng.InterfaceDescriptionBlockLE(block) if little else dpkt.pcapng.InterfaceDescriptionBlock(block)
-    except dpkt.Error as e:
-        raise ValueError(str(e)) from e
+    """An Interface Description Block: its link type, snap length and the
+    options that say how to read its timestamps; the other options (a
+    comment, a name: text that need not even be UTF-8) are not read.
+    Raises struct.error on a block too short for its fields."""
+    order = "<" if little else ">"
+    linktype, _reserved, snaplen = struct.unpack_from(order + "HHI", block, 8)
     to_ns = _resolution(6)  # the default: microseconds
     offset_ns = 0
-    for opt in idb.opts:
-        if opt.code == _OPT_IF_TSRESOL and len(opt.data) >= 1:
-            to_ns = _resolution(opt.data[0])
-        elif opt.code == _OPT_IF_TSOFFSET and len(opt.data) >= 8:
-            offset_ns = struct.unpack("<q" if little else ">q", opt.data[:8])[0] * 1_000_000_000
-    return _Interface(int(idb.linktype), int(idb.snaplen), to_ns, offset_ns)
+    at, end = 16, len(block) - 4
+    while at + 4 <= end:
+        code, size = struct.unpack_from(order + "HH", block, at)
+        if code == 0:  # opt_endofopt
+            break
+        data = block[at + 4 : at + 4 + size]
+        if code == _OPT_IF_TSRESOL and len(data) >= 1:
+            to_ns = _resolution(data[0])
+        elif code == _OPT_IF_TSOFFSET and len(data) >= 8:
+            offset_ns = struct.unpack(order + "q", data[:8])[0] * 1_000_000_000
+        at += 4 + (size + 3) // 4 * 4
+    return _Interface(linktype, snaplen, to_ns, offset_ns)
 
 
 def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNote]:
@@ -193,6 +263,21 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
     little = True
     interfaces: list[_Interface] = []
     time_ns = 0
+
+    def plausible(b: bytes, at: int) -> int | None:
+        """A block's length, if a plausible block starts at `at`: a known
+        type, its two lengths equal, a multiple of 4, whole in `b`."""
+        if len(b) - at < 12:
+            return None
+        order = "<" if little else ">"
+        btype, blen = struct.unpack_from(order + "II", b, at)
+        if btype not in _KNOWN_BLOCKS or blen < _MIN_BLOCK.get(btype, 12) or blen % 4 or at + blen > len(b):
+            return None
+        if btype == _BT_SHB and b[at + 8 : at + 12] not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
+            return None
+        (trailer,) = struct.unpack_from(order + "I", b, at + blen - 4)
+        return blen if trailer == blen else None
+
     while True:
         if len(buf) - pos < 12:
             if not inp.refill(pos, 12):
@@ -201,6 +286,7 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
                 return
             buf, pos = inp.buf, 0
         offset = inp.base + pos
+        damage = ""
         if buf[pos : pos + 4] == PCAPNG_MAGIC:
             # A new section: its byte-order magic says how to read everything
             # in it, this block's length included.
@@ -210,14 +296,19 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
             elif bom == b"\x1a\x2b\x3c\x4d":
                 little = False
             else:
-                yield _bad(time_ns, f"bad pcapng section header at offset {offset}: no byte-order magic")
-                return
+                damage = f"bad pcapng section header at offset {offset}: no byte-order magic"
             interfaces = []
         order = "<" if little else ">"
         btype, blen = struct.unpack_from(order + "II", buf, pos)
-        if blen < _MIN_BLOCK.get(btype, 12) or blen % 4 or blen > MAX_BLOCK:
-            yield _bad(time_ns, f"bad pcapng block at offset {offset}: length {blen}")
-            return
+        if not damage and (blen < _MIN_BLOCK.get(btype, 12) or blen % 4 or blen > MAX_BLOCK):
+            damage = f"bad pcapng block at offset {offset}: length {blen}"
+        if damage:
+            found = _resync(inp, pos, plausible, 4)
+            yield _bad(time_ns, f"{damage}; {_skipped(offset, None if found is None else inp.base + found)}")
+            if found is None:
+                return
+            buf, pos, damage = inp.buf, found, ""
+            continue
         if len(buf) - pos < blen:
             if not inp.refill(pos, blen):
                 yield _truncated(time_ns, inp.base, "a pcapng block", blen, len(inp.buf))
@@ -226,17 +317,25 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
         end = pos + blen
         (trailer,) = struct.unpack_from(order + "I", buf, end - 4)
         if trailer != blen:
-            yield _bad(time_ns, f"bad pcapng block at offset {offset}: lengths {blen} and {trailer} differ")
-            return
+            found = _resync(inp, pos, plausible, 4)
+            resumed = None if found is None else inp.base + found
+            yield _bad(
+                time_ns,
+                f"bad pcapng block at offset {offset}: lengths {blen} and {trailer} differ; "
+                + _skipped(offset, resumed),
+            )
+            if found is None:
+                return
+            buf, pos = inp.buf, found
+            continue
         if btype in (_BT_EPB, _BT_OPB):
             if btype == _BT_EPB:
                 iface_id, ts_high, ts_low, caplen = struct.unpack_from(order + "IIII", buf, pos + 8)
             else:
                 iface_id, _drops, ts_high, ts_low, caplen = struct.unpack_from(order + "HHIII", buf, pos + 8)
             if caplen > blen - 32:
-                yield _bad(time_ns, f"bad pcapng packet block at offset {offset}: length {caplen}")
-                return
-            if iface_id >= len(interfaces):
+                yield _bad(time_ns, f"bad pcapng packet block at offset {offset}: length {caplen}; skipped")
+            elif iface_id >= len(interfaces):
                 yield _bad(time_ns, f"packet at offset {offset} is on undeclared interface {iface_id}")
             else:
                 iface = interfaces[iface_id]
@@ -258,8 +357,7 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
         elif btype == _BT_IDB:
             try:
                 interfaces.append(_interface(buf[pos:end], little))
-            except (struct.error, ValueError) as e:  # ValueError: dpkt's error, or a comment that is not UTF-8
-                yield _bad(time_ns, f"bad pcapng interface block at offset {offset}: {e}")
-                return
+            except struct.error as e:
+                yield _bad(time_ns, f"bad pcapng interface block at offset {offset}: {e}; its packets are skipped")
         # Other blocks (name resolution, statistics, secrets, custom) carry no packets.
         pos = end

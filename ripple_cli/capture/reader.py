@@ -19,7 +19,7 @@ from ripple_cli.capture.reassembly import Reassembler
 class CaptureOptions:
     ports: frozenset[int] = frozenset()  # only connections with one of these ports (either side); empty: all
     max_flows: int = 10000  # open connections at once; beyond, the least recently active is evicted
-    window: int = 4 << 20  # out-of-order bytes buffered per direction before the hole is declared
+    window: int = 8 << 20  # bytes held after a hole, per direction, before it is declared (--reassembly-window)
     history: int = 256 << 10  # delivered bytes kept per direction to compare retransmissions with
 
 

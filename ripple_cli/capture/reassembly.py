@@ -3,7 +3,11 @@
 Each connection has two directions.  A direction delivers its bytes in
 sequence order; a segment that arrives early waits in a per-direction
 out-of-order buffer whose segments never overlap (the first copy of any byte
-is kept: later copies are trimmed against it, and compared with it).  All
+is kept: later copies are trimmed against it, and compared with it); the
+buffer is a sorted list of offsets, searched by bisection, so a segment
+costs O(log n) comparisons wherever it lands, and a retransmission is
+trimmed against the delivered point, compared only with the recent
+history it overlaps.  All
 sequence arithmetic is modulo 2**32, relative to the next expected byte, so
 wrap-around needs no special case; past that point positions are stream
 offsets (Python ints, from 0 at the direction's first byte).
@@ -20,12 +24,19 @@ Which side is the client (the rule `StreamId.client` documents):
 When a missing segment (a hole) is declared a `StreamGap` of its exact size
 (then the bytes after it are delivered):
 
-- at once when the receiver acknowledges bytes beyond the hole: it has them,
-  so the capture missed them and no retransmission will come;
-- when the direction's out-of-order buffer holds more than `window` bytes;
-- when the connection ends: a RST, both FINs, eviction, end of capture.
-  A FIN alone does not declare: data before it may still come, out of order
-  or retransmitted.
+- when the direction's out-of-order buffer holds more than `window` bytes
+  (`--reassembly-window`; a `reassembly_window` note says so, once);
+- when the connection ends: a RST, eviction, end of capture.  FINs do not
+  declare: data before them may still come, out of order or retransmitted
+  (capture points reorder across directions: multi-queue NICs, several
+  CPUs), so a direction ends at its FIN once every byte before it came.
+
+An acknowledgment beyond the bytes seen (a hole) does not declare it
+either: the segment may still come, a few packets later (Wireshark and
+Zeek keep reassembling late segments too).  It is counted (`acked_unseen`,
+once per hole), with the
+out-of-order, retransmitted and held segments: `TcpCounts`, on each
+direction's `StreamEnd`.
 
 A hole with nothing seen after it (no data, no FIN) has no known size and
 is not declared.
@@ -33,9 +44,14 @@ is not declared.
 A connection begins with its first SYN, SYN+ACK or data segment (a lone
 ACK, FIN or RST of an unknown connection is ignored); both of its streams
 start then (`syn_seen`: it began with a handshake), and each ends on its
-own.  After both ends, or a RST, a new SYN on the same addresses and ports
-is a new connection, while other packets within two minutes are the old
-one's stragglers.
+own.  One that begins with data waits (`REORDER_PACKETS` of its packets, or
+the end) for its handshake, which reordering may put later: then the SYN
+says who is the client and where each stream starts; without one, each
+stream starts at the lowest sequence number seen.  A SYN+ACK before its
+SYN, and a SYN again with the same ISN, are the same connection.  After
+both ends, or a RST, a new SYN (another ISN) on the same addresses and
+ports is a new connection, while other packets within two minutes are the
+old one's stragglers.
 """
 
 from __future__ import annotations
@@ -52,6 +68,7 @@ from ripple_cli.capture.events import (
     StreamGap,
     StreamId,
     StreamStart,
+    TcpCounts,
 )
 from ripple_cli.capture.packets import ACK, FIN, RST, SYN, Segment, address_text
 
@@ -62,6 +79,10 @@ EPHEMERAL_PORTS = 32768
 # one of its stragglers (a last ACK, a late retransmission), not a new
 # connection: twice Linux's TIME_WAIT.
 CLOSED_LINGER_NS = 120 * 1_000_000_000
+# A connection first seen without its handshake waits this many of its
+# packets for the SYN that reordering put later (more than the widest
+# reordering seen on capture hosts: a few packets across directions).
+REORDER_PACKETS = 16
 
 FlowKey = tuple[bytes, int, bytes, int]  # (src address, src port, dst address, dst port)
 
@@ -79,16 +100,19 @@ class _Direction:
     __slots__ = (
         "based",
         "buffered",
+        "counts",
         "delivered",
         "ended",
         "fin",
         "hist",
         "hist_lo",
         "hist_size",
+        "hole_acked",
         "nxt",
         "segs",
         "starts",
         "stream",
+        "window_hit",
     )
 
     def __init__(self, stream: StreamId) -> None:
@@ -107,6 +131,9 @@ class _Direction:
         self.hist_size = 0
         self.fin: int | None = None  # stream offset of the FIN, once seen
         self.ended = False
+        self.counts = TcpCounts()
+        self.hole_acked = -1  # stream offset of the hole last counted as acked unseen
+        self.window_hit = False  # whether --reassembly-window declared a hole (noted once)
 
     def base(self, seq: int) -> None:
         self.based = True
@@ -119,15 +146,30 @@ class _Direction:
 
 
 class _Connection:
-    __slots__ = ("c2s", "keys", "last_ns", "number", "s2c", "syn_seq")
+    __slots__ = ("c2s", "isns", "keys", "last_ns", "number", "s2c")
 
     def __init__(self, number: int, c2s: _Direction, s2c: _Direction, keys: tuple[FlowKey, FlowKey]) -> None:
         self.number = number
         self.c2s = c2s
         self.s2c = s2c
         self.keys = keys
-        self.syn_seq: int | None = None  # the client's SYN, to tell its retransmission from a new connection
+        # Each side's SYN sequence number, by its sending key: to tell a SYN
+        # seen again (retransmitted, duplicated, reordered) from a new connection.
+        self.isns: dict[FlowKey, int] = {}
         self.last_ns = 0
+
+
+class _Waiting:
+    """A connection first seen without its handshake: its packets so far."""
+
+    __slots__ = ("number", "packets")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.packets: list[tuple[int, Segment]] = []
+
+
+Entry = tuple[_Connection, _Direction, _Direction]
 
 
 class Reassembler:
@@ -135,13 +177,14 @@ class Reassembler:
     `finish`; each call returns the events it produced.
 
     Memory: at most `window` buffered bytes and `history` delivered bytes
-    per open direction, and at most `max_flows` open connections.
+    per open direction, at most `max_flows` connections open or waiting,
+    and `REORDER_PACKETS` packets per connection waiting for its handshake.
     """
 
     def __init__(
         self,
         max_flows: int = 10000,
-        window: int = 4 << 20,
+        window: int = 8 << 20,
         history: int = 256 << 10,
         server_ports: frozenset[int] = frozenset(),
     ) -> None:
@@ -152,9 +195,11 @@ class Reassembler:
         self.history = min(history, window)
         self.server_ports = server_ports
         # Both keys of each open connection: (conn, sender's direction, receiver's direction).
-        self._flows: dict[FlowKey, tuple[_Connection, _Direction, _Direction]] = {}
+        self._flows: dict[FlowKey, Entry] = {}
         self._open: OrderedDict[int, _Connection] = OrderedDict()  # least recently active first
-        self._closed: OrderedDict[FlowKey, int] = OrderedDict()  # recently closed connections' keys: close time
+        # Recently closed connections' keys: (close time, that side's ISN if seen).
+        self._closed: OrderedDict[FlowKey, tuple[int, int | None]] = OrderedDict()
+        self._waiting: dict[FlowKey, _Waiting] = {}  # both keys of each connection waiting for its handshake
         self._count = 0
         self._out: list[CaptureEvent] = []
         self.last_ns = 0
@@ -164,15 +209,31 @@ class Reassembler:
     def feed(self, time_ns: int, seg: Segment) -> list[CaptureEvent]:
         out = self._out = []
         self.last_ns = time_ns
+        self._packet(time_ns, seg)
+        return out
+
+    def _packet(self, time_ns: int, seg: Segment) -> None:
         src, dst, sport, dport, seq, ack, flags, payload = seg
         key = (src, sport, dst, dport)
         entry = self._flows.get(key)
-        if entry is None or (flags & (SYN | ACK) == SYN and not self._same_syn(entry, seq)):
-            if entry is not None:
-                self._superseded(entry[0], time_ns)
-            entry = self._new(time_ns, key, seq, ack, flags, payload)
+        if entry is None:
+            waiting = self._waiting.get(key)
+            if waiting is not None:
+                waiting.packets.append((time_ns, seg))
+                if flags & SYN or len(waiting.packets) >= REORDER_PACKETS:
+                    self._settle(waiting)
+                return
+            entry = self._admit(time_ns, key, seq, ack, flags, payload, seg)
             if entry is None:
-                return out
+                return
+        elif flags & (SYN | ACK) == SYN and not self._same_syn(entry, key, seq):
+            self._superseded(entry[0], time_ns)
+            entry = self._admit(time_ns, key, seq, ack, flags, payload, seg)
+            if entry is None:
+                return
+        self._apply(time_ns, entry, key, seq, ack, flags, payload)
+
+    def _apply(self, time_ns: int, entry: Entry, key: FlowKey, seq: int, ack: int, flags: int, payload: bytes) -> None:
         conn, snd, rcv = entry
         conn.last_ns = time_ns
         self._open.move_to_end(conn.number)
@@ -181,8 +242,11 @@ class Reassembler:
                 self._flush(d, time_ns)
                 self._end(d, time_ns, "rst")
             self._close(conn, time_ns)
-            return out
+            return
         if flags & SYN:
+            conn.isns.setdefault(key, seq)
+            if flags & ACK:
+                conn.isns.setdefault(conn.keys[1] if key == conn.keys[0] else conn.keys[0], (ack - 1) & MASK)
             if not snd.based:
                 snd.base(seq + 1)
             if flags & ACK and not rcv.based:
@@ -203,25 +267,22 @@ class Reassembler:
                     snd.fin = snd.offset(seq) + len(payload)
             if snd.fin is not None and snd.delivered >= snd.fin:
                 self._end(snd, time_ns, "fin")
-        if flags & ACK and rcv.based and not rcv.ended and (rcv.starts or rcv.fin is not None):
-            self._acked(rcv, rcv.offset(ack), time_ns)
-        if snd.fin is not None and rcv.fin is not None:
-            # Both sides have closed: holes left now will not be filled.
-            for d in (snd, rcv):
-                self._flush(d, time_ns)
-                self._end(d, time_ns, "fin")
+        if flags & ACK and ack != rcv.nxt and rcv.based and not rcv.ended:
+            self._acked(rcv, rcv.offset(ack))
         if snd.ended and rcv.ended:
             self._close(conn, time_ns)
-        return out
 
     def finish(self, time_ns: int | None = None) -> list[CaptureEvent]:
         """The capture is over: every stream still open ends ("end of capture")."""
         out = self._out = []
         t = self.last_ns if time_ns is None else time_ns
+        while self._waiting:
+            self._settle(next(iter(self._waiting.values())))
         for conn in sorted(self._open.values(), key=lambda c: c.number):
             for d in (conn.c2s, conn.s2c):
                 self._flush(d, t)
-                self._end(d, t, "end of capture")
+                # A FIN with a hole before it never filled: it ended all the same.
+                self._end(d, t, "fin" if d.fin is not None else "end of capture")
         self._open.clear()
         self._flows.clear()
         return out
@@ -232,50 +293,106 @@ class Reassembler:
 
     # -- connections --------------------------------------------------------
 
-    def _same_syn(self, entry: tuple[_Connection, _Direction, _Direction], seq: int) -> bool:
-        """Whether a SYN on a known connection is its client's SYN again."""
+    def _same_syn(self, entry: Entry, key: FlowKey, seq: int) -> bool:
+        """Whether a SYN on a known connection is its own SYN again, or
+        one that reordering put after its first data."""
         conn, snd, _rcv = entry
-        return snd is conn.c2s and conn.syn_seq == seq
+        isn = conn.isns.get(key)
+        if isn is not None:
+            return isn == seq
+        # No SYN from this side yet: the same connection if its data starts just after.
+        return not snd.based or 0 <= snd.delivered - snd.offset(seq + 1) <= self.window
 
-    def _new(
-        self, time_ns: int, key: FlowKey, seq: int, ack: int, flags: int, payload: bytes
-    ) -> tuple[_Connection, _Direction, _Direction] | None:
-        src, sport, dst, dport = key
-        rkey = (dst, dport, src, sport)
+    def _admit(
+        self, time_ns: int, key: FlowKey, seq: int, ack: int, flags: int, payload: bytes, seg: Segment
+    ) -> Entry | None:
+        """The first packet of a connection not open: None if it starts
+        nothing now (a straggler, a lone ACK, or data waiting for its SYN)."""
+        rkey = (key[2], key[3], key[0], key[1])
         syn = flags & SYN
         if flags & RST or not (syn or payload):
             return None  # nothing to reassemble: a lone ACK, FIN or RST of a connection not seen
         closed = self._closed.pop(key, None)
         if closed is not None:
-            self._closed.pop(rkey, None)
-            if not syn and time_ns - closed < CLOSED_LINGER_NS:
-                self._closed[key] = self._closed[rkey] = closed
-                return None  # a straggler of the connection that just closed
-        if syn:
-            from_client = not flags & ACK
-        elif self.server_ports and (sport in self.server_ports) != (dport in self.server_ports):
-            from_client = dport in self.server_ports
-        elif (sport >= EPHEMERAL_PORTS) != (dport >= EPHEMERAL_PORTS):
-            from_client = sport >= EPHEMERAL_PORTS
+            closed_r = self._closed.pop(rkey, None)
+            closed_ns, isn = closed
+            if time_ns - closed_ns < CLOSED_LINGER_NS and (not syn or isn == seq):
+                self._closed[key] = closed
+                if closed_r is not None:
+                    self._closed[rkey] = closed_r
+                return None  # a straggler of the connection that just closed (its SYN again, too)
+        self._make_room(time_ns)
+        self._count += 1
+        if not syn:
+            waiting = _Waiting(self._count)
+            waiting.packets.append((time_ns, seg))
+            self._waiting[key] = self._waiting[rkey] = waiting
+            return None
+        return self._new(self._count, time_ns, key, from_client=not flags & ACK, syn=True)
+
+    def _make_room(self, time_ns: int) -> None:
+        """Below `max_flows` connections, open or waiting, for one more."""
+        while len(self._open) + len(self._waiting) // 2 >= self.max_flows:
+            if self._open:
+                self._evict(next(iter(self._open.values())), time_ns)
+            else:
+                self._settle(min(self._waiting.values(), key=lambda w: w.number))
+
+    def _settle(self, waiting: _Waiting) -> None:
+        """A waiting connection starts: with the SYN among its packets if
+        any, else at each side's lowest sequence number; then its packets,
+        in capture order."""
+        packets = waiting.packets
+        first_key = _key(packets[0][1])
+        for k in (first_key, _reverse(first_key)):
+            self._waiting.pop(k, None)
+        syns = [p for p in packets if p[1][6] & SYN]
+        syns.sort(key=lambda p: bool(p[1][6] & ACK))  # the client's SYN before the SYN+ACK
+        opener = syns[0] if syns else next(p for p in packets if p[1][7] or p[1][6] & FIN)
+        okey = _key(opener[1])
+        if syns:
+            from_client = not opener[1][6] & ACK
         else:
-            from_client = True
+            from_client = self._client_side(okey)
+        entry = self._new(waiting.number, packets[0][0], okey, from_client, syn=bool(syns))
+        if not syns:
+            for k, d in ((okey, entry[1]), (_reverse(okey), entry[2])):
+                seqs = [s[4] for _t, s in packets if _key(s) == k and (s[7] or s[6] & FIN)]
+                if seqs:
+                    lowest = min(seqs, key=lambda q: (q - seqs[0] + HALF) & MASK)
+                    d.base(lowest)
+        else:
+            t, s = opener
+            self._apply(t, entry, okey, s[4], s[5], s[6], s[7])
+            packets = [p for p in packets if p is not opener]
+        for t, s in packets:
+            self._packet(t, s)
+
+    def _client_side(self, key: FlowKey) -> bool:
+        """Whether the sender on `key` is the client, with no handshake seen."""
+        sport, dport = key[1], key[3]
+        if self.server_ports and (sport in self.server_ports) != (dport in self.server_ports):
+            return dport in self.server_ports
+        if (sport >= EPHEMERAL_PORTS) != (dport >= EPHEMERAL_PORTS):
+            return sport >= EPHEMERAL_PORTS
+        return True
+
+    def _new(self, number: int, time_ns: int, key: FlowKey, from_client: bool, syn: bool) -> Entry:
+        src, sport, dst, dport = key
+        rkey = (dst, dport, src, sport)
         while len(self._open) >= self.max_flows:
             self._evict(next(iter(self._open.values())), time_ns)
-        self._count += 1
-        number = self._count
         me, peer = Endpoint(address_text(src), sport), Endpoint(address_text(dst), dport)
         client, server = (me, peer) if from_client else (peer, me)
         c2s = _Direction(StreamId(number, client, server, True))
         s2c = _Direction(StreamId(number, client, server, False))
         conn = _Connection(number, c2s, s2c, (key, rkey))
-        if syn and from_client:
-            conn.syn_seq = seq
         snd, rcv = (c2s, s2c) if from_client else (s2c, c2s)
         self._flows[key] = (conn, snd, rcv)
         self._flows[rkey] = (conn, rcv, snd)
         self._open[number] = conn
         for d in (c2s, s2c):
-            self._out.append(StreamStart(d.stream, time_ns, bool(syn)))
+            self._out.append(StreamStart(d.stream, time_ns, syn))
         return conn, snd, rcv
 
     def _forget(self, conn: _Connection) -> None:
@@ -286,7 +403,7 @@ class Reassembler:
     def _close(self, conn: _Connection, time_ns: int) -> None:
         self._forget(conn)
         for key in conn.keys:
-            self._closed[key] = time_ns
+            self._closed[key] = (time_ns, conn.isns.get(key))
         while len(self._closed) > 2 * self.max_flows:
             self._closed.popitem(last=False)
 
@@ -348,11 +465,14 @@ class Reassembler:
     def _segment(self, d: _Direction, off: int, data: bytes, time_ns: int) -> None:
         """Bytes `data` at stream offset `off`, anywhere relative to what was delivered."""
         end = off + len(data)
+        counts = d.counts
         if end <= d.delivered:
             if not (len(data) == 1 and end == d.delivered):  # a keep-alive probe repeats the last byte, any value
+                counts.retransmitted += 1
                 self._compare_delivered(d, off, data, time_ns)
             return
-        if off < d.delivered:
+        seen = off < d.delivered  # whether some of its bytes came before
+        if seen:
             cut = d.delivered - off
             self._compare_delivered(d, off, data[:cut], time_ns)
             data, off = data[cut:], d.delivered
@@ -368,18 +488,36 @@ class Reassembler:
             if s > cur:
                 pieces.append((cur, data[cur - off : s - off]))
             a, b = max(s, cur), min(s + len(old), end)
+            seen = True
             if data[a - off : b - off] != old[a - s : b - s]:
                 self._conflict(d, a, b, time_ns)
             cur = b
             j += 1
         if cur < end:
             pieces.append((cur, data[cur - off :] if cur > off else data))
+        if seen:
+            counts.retransmitted += 1
         for p_off, p_data in pieces:
             k = bisect_left(starts, p_off)
             starts.insert(k, p_off)
             segs.insert(k, (p_data, time_ns))
             d.buffered += len(p_data)
+        if pieces and pieces[0][0] > d.delivered:
+            counts.out_of_order += 1
+            if len(starts) > counts.held:
+                counts.held = len(starts)
         self._drain(d)
+        if d.buffered > self.window and not d.window_hit:
+            d.window_hit = True
+            self._out.append(
+                CaptureNote(
+                    d.stream,
+                    time_ns,
+                    "reassembly_window",
+                    f"{d.stream.label}: more than {self.window} bytes (--reassembly-window) held after a hole "
+                    f"at stream offset {d.delivered}: the hole is declared missing",
+                )
+            )
         while d.buffered > self.window:
             self._gap(d, d.starts[0] - d.delivered, time_ns)
             self._drain(d)
@@ -412,17 +550,15 @@ class Reassembler:
         d.delivered += size
         d.nxt = (d.nxt + size) & MASK
 
-    def _acked(self, d: _Direction, acked: int, time_ns: int) -> None:
-        """The receiver acknowledged `d`'s bytes up to stream offset `acked`:
-        the holes before it will never be filled in the capture."""
-        while True:
-            bound = d.starts[0] if d.starts else d.fin
-            if bound is None or acked < bound or bound <= d.delivered:
-                break
-            self._gap(d, bound - d.delivered, time_ns)
-            self._drain(d)
-        if d.fin is not None and d.delivered >= d.fin:
-            self._end(d, time_ns, "fin")
+    def _acked(self, d: _Direction, acked: int) -> None:
+        """The receiver acknowledged `d`'s bytes up to stream offset
+        `acked`: beyond the bytes seen, that is a hole (its segment not seen
+        yet), counted once; it stays open, its segment may still come (a
+        capture point reorders)."""
+        hole = d.delivered
+        if acked > hole and d.hole_acked != hole:
+            d.hole_acked = hole
+            d.counts.acked_unseen += 1
 
     def _flush(self, d: _Direction, time_ns: int) -> None:
         """Declare every hole and deliver everything buffered: no more
@@ -443,7 +579,7 @@ class Reassembler:
             d.starts.clear()  # only bytes past a FIN can be left: nothing a stream carries
             d.segs.clear()
             d.buffered = 0
-            self._out.append(StreamEnd(d.stream, time_ns, reason))
+            self._out.append(StreamEnd(d.stream, time_ns, reason, d.counts))
 
     def _compare_delivered(self, d: _Direction, off: int, data: bytes, time_ns: int) -> None:
         """A retransmission of bytes already delivered: identical is fine,
@@ -475,3 +611,11 @@ class Reassembler:
                 error=True,
             )
         )
+
+
+def _key(seg: Segment) -> FlowKey:
+    return (seg[0], seg[2], seg[1], seg[3])
+
+
+def _reverse(key: FlowKey) -> FlowKey:
+    return (key[2], key[3], key[0], key[1])

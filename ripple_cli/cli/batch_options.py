@@ -14,6 +14,7 @@ from ripple_cli.cli.options import (
     max_flows_option,
     max_payload_option,
     ports_option,
+    reassembly_window_option,
     schemas_option,
 )
 
@@ -39,6 +40,7 @@ _FIELDS = (
     "split_size",
     "ports",
     "max_flows",
+    "reassembly_window",
     "max_payload",
     "quiet",
     "community_id_seed",
@@ -77,6 +79,7 @@ def batch_options(f: F) -> F:
             ),
             ports_option("Capture connections on this TCP port carry Ripple (repeatable). Default: detect by content."),
             max_flows_option("Open connections kept at once per capture."),
+            reassembly_window_option,
             max_payload_option,
             community_id_seed_option,
             click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr."),

@@ -237,6 +237,18 @@ def max_flows_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+DEFAULT_REASSEMBLY_WINDOW = 8 << 20
+
+reassembly_window_option = click.option(
+    "--reassembly-window",
+    type=ByteSize(),
+    default="8M",  # DEFAULT_REASSEMBLY_WINDOW
+    show_default=True,
+    help="Bytes a capture's TCP direction may hold after a missing segment, waiting for it; "
+    "beyond it the hole is declared missing, with a note.",
+)
+
+
 PORT_HELP = (
     "Only connections on this TCP port, decoded without detection: as --protocol, else as the "
     "protocol registered for the port, else as Ripple (repeatable). Default: all, detected by content."
@@ -263,6 +275,7 @@ def capture_options_with(port_help: str) -> Callable[[F], F]:
             help="Only this connection of a capture: N (both directions) or N:c2s / N:s2c.",
         ),
         max_flows_option("Open connections kept at once; the idlest beyond it is evicted with a note."),
+        reassembly_window_option,
     )
 
 
@@ -355,6 +368,7 @@ def _inputs(
     ports: tuple[int, ...] = (),
     stream_id: str | None = None,
     max_flows: int = 10000,
+    reassembly_window: int = DEFAULT_REASSEMBLY_WINDOW,
     protocol: str = "auto",
     decode_as: tuple[str, ...] = (),
     max_payload: int = DEFAULT_MAX_PAYLOAD,
@@ -375,6 +389,7 @@ def _inputs(
         max_payload,
         max_inflate,
         community_id_seed,
+        reassembly_window,
     )
 
 
@@ -385,6 +400,7 @@ inputs_group = group(
     "ports",
     "stream_id",
     "max_flows",
+    "reassembly_window",
     "protocol",
     "decode_as",
     "max_payload",

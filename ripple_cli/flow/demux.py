@@ -26,6 +26,7 @@ from ripple_cli.capture.events import (
     StreamGap,
     StreamId,
     StreamStart,
+    TcpCounts,
 )
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
@@ -106,6 +107,9 @@ class Demux:
         # the stream it is reported on (the client's side) and the protocol.
         self.analyses: list[tuple[StreamId | None, str, dict[str, Any]]] = []
         self._syn: dict[StreamId | None, bool] = {}
+        # Each reassembled stream's TCP counts (out of order, retransmitted,
+        # acked unseen, held), from its end: decoded or not.
+        self.tcp: dict[StreamId, TcpCounts] = {}
 
     def forget(self, connection: int) -> None:
         """A connection is over for good (a tap may see millions): its
@@ -145,6 +149,8 @@ class Demux:
         stream = event.stream
         if not self.want(stream):
             return []
+        if isinstance(event, StreamEnd) and event.tcp is not None and stream is not None:
+            self.tcp[stream] = event.tcp
         conn = None if stream is None else stream.connection
         if conn not in self._verdict:
             fixed = self.choice.fixed(stream)

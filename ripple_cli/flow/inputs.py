@@ -1,5 +1,5 @@
 """The inputs of a command and how they are dissected, as one value: the
-options --schemas, --port, --stream, --max-flows, --protocol, --decode-as,
+options --schemas, --port, --stream, --max-flows, --reassembly-window, --protocol, --decode-as,
 --max-inflate, --max-payload and --community-id-seed (cli/options.py builds
 it)."""
 
@@ -31,6 +31,7 @@ class Inputs:
     max_payload: int = DEFAULT_MAX_PAYLOAD
     max_inflate: int = DEFAULT_MAX_INFLATE
     community_id_seed: int = 0  # the seed of each connection's Community ID (Origin.community_id)
+    reassembly_window: int = 8 << 20  # --reassembly-window: see CaptureOptions.window
 
     @cached_property
     def registry(self) -> SchemaRegistry:
@@ -56,4 +57,4 @@ class Inputs:
     def events(self, path: str, env: Environment) -> Iterator[CaptureEvent]:
         from ripple_cli.sources.inputs import input_events
 
-        return input_events(path, env.stdin, self.ports, self.max_flows)
+        return input_events(path, env.stdin, self.ports, self.max_flows, window=self.reassembly_window)

@@ -132,21 +132,26 @@ def fit(
     on a line of `width` columns (None: a pipe), `gap` columns between two;
     `more`: rows are still to come (room is kept for their at_least)."""
     widths = _fit(columns, content, width, gap, more)
-    extras = {i for i, c in enumerate(columns) if c.extra and widths[i] is not None}
+    # The extra columns go one at a time (the lowest priority first, the
+    # last of equal ones first) while any other column is cut.
+    extras = sorted((i for i, c in enumerate(columns) if c.extra), key=lambda i: (columns[i].priority, -i))
 
     def cut(i: int) -> bool:
         c, w = columns[i], widths[i]
         whole = min(max(cell_len(c.name), content[i]), c.max_width or UNBOUNDED)
         return w is None or (not c.flex and w < whole)
 
-    if not extras or not any(cut(i) for i in range(len(columns)) if i not in extras):
-        return widths
-    rest = [i for i in range(len(columns)) if i not in extras]
-    fitted = _fit([columns[i] for i in rest], [content[i] for i in rest], width, gap, more)
-    out: list[int | None] = [None] * len(columns)
-    for i, w in zip(rest, fitted, strict=True):
-        out[i] = w
-    return out
+    gone: set[int] = set()
+    for extra in extras:
+        if not any(cut(i) for i, c in enumerate(columns) if not c.extra):
+            break
+        gone.add(extra)
+        rest = [i for i in range(len(columns)) if i not in gone]
+        fitted = _fit([columns[i] for i in rest], [content[i] for i in rest], width, gap, more)
+        widths = [None] * len(columns)
+        for i, w in zip(rest, fitted, strict=True):
+            widths[i] = w
+    return widths
 
 
 def _fit(

@@ -3,6 +3,7 @@ stream): the connections of the inputs, with counts, for scripts."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ripple_cli.analysis.report import Report
@@ -102,6 +103,9 @@ def stream_records(demux: Demux) -> list[dict[str, Any]]:
         for s, why in demux.undecoded.items()
     ]
     found.sort(key=lambda r: (r[0].connection, r[0].direction) if r[0] is not None else (0, ""))
+    for s, counts in found:
+        tcp = None if s is None else demux.tcp.get(s)
+        counts["tcp"] = None if tcp is None else dataclasses.asdict(tcp)
     return [stream_record(demux.source, s, demux.seed, **counts) for s, counts in found]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ripple_cli.analysis.report import Report
+from ripple_cli.capture.events import TcpCounts
 from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
 from ripple_cli.flow.demux import Demux
@@ -65,7 +66,19 @@ def stream_columns(several: bool) -> list[Column]:
         Column("first (UTC)", priority=3),
         Column("last (UTC)", priority=2),
         Column("end", priority=4, shrink=True, min_width=8),
+        # TCP reassembly's counts (capture/reassembly.py): the first to go on a narrow line.
+        *(Column(name, extra=True, justify="right") for name in TCP_COLUMNS),
     ]
+
+
+TCP_COLUMNS = ("ooo", "retx", "unseen", "held")
+
+
+def tcp_cells(tcp: TcpCounts | None) -> list[str]:
+    """Out of order, retransmitted, acked unseen, held; blank for a raw stream."""
+    if tcp is None:
+        return [""] * len(TCP_COLUMNS)
+    return [str(n) for n in (tcp.out_of_order, tcp.retransmitted, tcp.acked_unseen, tcp.held)]
 
 
 def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
@@ -107,6 +120,7 @@ def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
                 time_of_day(first) if first is not None else "",
                 time_of_day(last) if last is not None else "",
                 end,
+                *tcp_cells(None if s is None else demux.tcp.get(s)),
             ]
             rows_out.append(cells)
     console.print(Trimmed(fitted_table(env, stream_columns(several), rows_out, rule=False)))

@@ -94,6 +94,7 @@ def load_recordings(
     *,
     ports: frozenset[int],
     max_flows: int,
+    window: int,
     stream: tuple[int, str | None] | None,
     max_payload: int,
     clock: Clock,
@@ -108,7 +109,7 @@ def load_recordings(
     choice = ProtocolChoice(RIPPLE, ports=frozenset(ports), options=options)  # replay sends Ripple envelopes only
     demux = Demux(name, choice, want=stream_filter(stream))
     sink = _Recorder(name, clock, on_problem)
-    pump(_checked(input_events(path, stdin, ports, max_flows), name, clock, stream), demux, sink)
+    pump(_checked(input_events(path, stdin, ports, max_flows, window=window), name, clock, stream), demux, sink)
     recordings = sink.recordings
     ordered = sorted(recordings.values(), key=lambda r: r.stream.connection if r.stream else 0)
     for rec in ordered:

@@ -55,9 +55,14 @@ class ChunkFile:
 
 
 def input_events(
-    path: str, stdin: BinaryIO, ports: frozenset[int] = frozenset(), max_flows: int = 10000, name: str | None = None
+    path: str,
+    stdin: BinaryIO,
+    ports: frozenset[int] = frozenset(),
+    max_flows: int = 10000,
+    name: str | None = None,
+    window: int = 8 << 20,
 ) -> Iterator[CaptureEvent]:
-    """`ports` and `max_flows` apply to captures: see `CaptureOptions`.
+    """`ports`, `max_flows` and `window` apply to captures: see `CaptureOptions`.
     `name` is the input's name in notes about the file (default: `path`)."""
     chunks = read_chunks(path, stdin)
     head = b""
@@ -78,5 +83,5 @@ def input_events(
         return
     from ripple_cli.capture.reader import CaptureOptions, capture_events
 
-    opts = CaptureOptions(ports=ports, max_flows=max_flows)
+    opts = CaptureOptions(ports=ports, max_flows=max_flows, window=window)
     yield from capture_events(ChunkFile(head, chunks), display_name(name or path), opts)  # type: ignore[arg-type]

@@ -78,11 +78,13 @@ class SniffSource:
     synthesize = False  # -w records the packets themselves
     holds_backlog = False  # tcpdump's kernel buffer is small: its pipe is read at once
 
-    def __init__(self, interface: str, bpf: str | None, ports: frozenset[int], max_flows: int) -> None:
+    def __init__(
+        self, interface: str, bpf: str | None, ports: frozenset[int], max_flows: int, window: int = 8 << 20
+    ) -> None:
         self.interface = interface
         self.name = interface
         self.expression = bpf_expression(bpf, ports)
-        self.options = CaptureOptions(ports=ports, max_flows=max_flows)
+        self.options = CaptureOptions(ports=ports, max_flows=max_flows, window=window)
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: list[str] = []
         self._listening = threading.Event()

@@ -103,6 +103,17 @@ def closed(client_ports: Callable[[], Iterable[int]]) -> Callable[[Path], bool]:
     return done
 
 
+def closed_all(server_port: int, connections: int) -> Callable[[Path], bool]:
+    """Whether the capture holds the end of `connections` connections to
+    `server_port` (their client ports not known beforehand)."""
+
+    def done(path: Path) -> bool:
+        clients = {s for s, d, _f in tcp_packets(path) if d == server_port}
+        return len(clients) == connections and closed(lambda: clients)(path)
+
+    return done
+
+
 def _stop(proc: subprocess.Popen[bytes], path: Path | None, until: Callable[[Path], bool] | None) -> str:
     # Let tcpdump write what the kernel still holds for it: until the capture
     # holds what the test needs (or, without a test for that, a short while).
@@ -134,11 +145,15 @@ def tcpdump(
     iface: str = "lo",
     extra: Sequence[str] = (),
     until: Callable[[Path], bool] | None = None,
+    netns: str | None = None,
 ) -> Iterator[None]:
     """Capture into `path` while the body runs; then, once `until(path)`
-    (the capture has all the test needs), tcpdump is stopped."""
+    (the capture has all the test needs), tcpdump is stopped.  `netns`: in
+    that network namespace."""
     require_tcpdump()
     args = tcpdump_args(iface, bpf, str(path), extra)
+    if netns is not None:
+        args = ["ip", "netns", "exec", netns, *args]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _wait_listening(proc)
     try:

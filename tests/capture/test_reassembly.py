@@ -4,6 +4,7 @@ which side is the client."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from ripple_cli.capture.events import CaptureEvent, CaptureNote, StreamData, StreamEnd, StreamGap, StreamStart
 from ripple_cli.capture.packets import ACK, FIN, RST, SYN, Segment
-from ripple_cli.capture.reassembly import Reassembler
+from ripple_cli.capture.reassembly import REORDER_PACKETS, Reassembler
 
 A = bytes([10, 0, 0, 1])
 B = bytes([10, 0, 0, 2])
@@ -118,9 +119,9 @@ def test_a_small_window_keeps_every_byte_in_place(case: Damaged, window: int) ->
     later; what is delivered is still at its right offset, and bytes plus
     gaps add up to the stream."""
     data, isn, order, _missing = case
-    segs = [seg(isn + 1 + a, p) for a, p in order]  # no SYN: starts at the first segment seen
+    segs = [seg(isn + 1 + a, p) for a, p in order]  # no SYN: starts at the lowest of the first packets
     events = run(segs, window=window)
-    first = order[0][0]
+    first = min(a for a, _p in order[:REORDER_PACKETS])
     at = first
     for piece in pieces(events, "1:c2s"):
         if isinstance(piece, int):
@@ -140,14 +141,56 @@ def test_window_declares_the_hole_as_soon_as_it_is_exceeded() -> None:
     assert pieces(events, "1:c2s") == [b"a" * 10, 10, b"b" * 100]
 
 
-def test_acknowledged_hole_is_declared_at_once() -> None:
+def test_acknowledged_hole_waits_for_its_late_segment() -> None:
+    """The server acknowledges bytes the capture has not shown yet: counted
+    (acked unseen), nothing declared; the segment comes three packets later."""
     segs = [seg(0, flags=SYN), back(500, flags=SYN | ACK, ack=1), seg(1, b"x" * 10), seg(21, b"z" * 10)]
-    segs += [back(501, ack=31)]  # the server has everything: the capture missed bytes 10..19
-    r = Reassembler()
-    out: list[CaptureEvent] = []
-    for t, s in enumerate(segs):
-        out += r.feed(t, s)
-    assert pieces(out, "1:c2s") == [b"x" * 10, 10, b"z" * 10]
+    segs += [back(501, ack=31), back(501, ack=31), seg(31, b"w" * 5), seg(11, b"y" * 10)]
+    events = run(segs)
+    assert pieces(events, "1:c2s") == [b"x" * 10 + b"y" * 10 + b"z" * 10 + b"w" * 5]
+    ends = {e.stream.key: e.tcp for e in events if isinstance(e, StreamEnd) and e.stream is not None}
+    assert dataclasses.asdict(ends["1:c2s"]) == {"out_of_order": 2, "retransmitted": 0, "acked_unseen": 1, "held": 2}
+
+
+def test_acknowledged_hole_never_filled_is_declared_at_the_end() -> None:
+    segs = [seg(0, flags=SYN), back(500, flags=SYN | ACK, ack=1), seg(1, b"x" * 10), seg(21, b"z" * 10)]
+    segs += [back(501, ack=31), seg(31, flags=FIN | ACK), back(501, ack=32, flags=FIN | ACK)]
+    events = run(segs)
+    assert pieces(events, "1:c2s") == [b"x" * 10, 10, b"z" * 10]
+    assert [e.reason for e in events if isinstance(e, StreamEnd)] == ["fin", "fin"]
+
+
+def test_syn_ack_before_syn_and_syn_again_are_one_connection() -> None:
+    segs = [back(700, flags=SYN | ACK, ack=101), seg(100, flags=SYN), seg(100, flags=SYN), seg(101, b"hi")]
+    segs += [seg(103, flags=FIN | ACK), back(701, flags=FIN | ACK, ack=104), seg(100, flags=SYN)]
+    events = run(segs)
+    assert {e.stream.connection for e in events if not isinstance(e, CaptureNote) and e.stream} == {1}
+    assert not [e for e in events if isinstance(e, CaptureNote)]
+    assert pieces(events, "1:c2s") == [b"hi"]
+
+
+def test_data_before_its_syn_waits_for_it() -> None:
+    """Reordering puts the second data segment, then the first, before the
+    SYN: the SYN still says who the client is and where the stream starts."""
+    segs = [seg(6, b"world", sport=40000, dport=50000), back(900, b"!", sport=40000, dport=50000)]
+    segs += [seg(1, b"hello", sport=40000, dport=50000), seg(0, flags=SYN, sport=40000, dport=50000)]
+    segs += [back(899, flags=SYN | ACK, ack=1, sport=40000, dport=50000)]
+    events = run(segs)
+    starts = [e for e in events if isinstance(e, StreamStart)]
+    assert starts[0].syn_seen and starts[0].stream is not None and starts[0].stream.client.port == 40000
+    assert pieces(events, "1:c2s") == [b"helloworld"] and pieces(events, "1:s2c") == [b"!"]
+
+
+def test_window_bound_is_noted_once() -> None:
+    segs = [seg(0, flags=SYN), seg(1, b"a")] + [seg(3 + k, b"b") for k in range(8)]
+    events = run(segs, window=4)
+    notes = [e for e in events if isinstance(e, CaptureNote)]
+    assert [n.kind for n in notes] == ["reassembly_window"]
+    assert notes[0].detail == (
+        "1 10.0.0.1:50000 -> 10.0.0.2:9000: more than 4 bytes (--reassembly-window) held after a hole "
+        "at stream offset 1: the hole is declared missing"
+    )
+    assert pieces(events, "1:c2s") == [b"a", 1, b"b" * 8]
 
 
 def test_fin_waits_for_late_data() -> None:
@@ -219,10 +262,10 @@ def test_a_new_syn_on_an_open_connection_ends_it() -> None:
 
 def test_least_recently_active_is_evicted() -> None:
     segs = [
-        seg(0, b"a", sport=1),
-        seg(0, b"b", sport=2),
+        seg(0, flags=SYN, sport=1),
+        seg(0, flags=SYN, sport=2),
         seg(1, b"a", sport=1),  # 1 is now more recent than 2
-        seg(0, b"c", sport=3),  # three open, room for two: 2 goes
+        seg(0, flags=SYN, sport=3),  # three open, room for two: 2 goes
         seg(1, b"b", sport=2),  # 2 again: a new connection, mid-stream
     ]
     events = run(segs, max_flows=2)

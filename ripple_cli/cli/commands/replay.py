@@ -192,6 +192,7 @@ def replay(
         env.stdin,
         ports=inputs.ports,
         max_flows=inputs.max_flows,
+        window=inputs.reassembly_window,
         stream=inputs.stream,
         max_payload=inputs.max_payload,
         clock=timing.clock,

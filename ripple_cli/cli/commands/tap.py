@@ -216,7 +216,7 @@ def _source(place: Place, inputs: Inputs, buffer: int) -> Source:
     if p.interface is not None:
         if p.listen is not None or p.upstream is not None:
             raise UsageProblem("-i sniffs; --listen and --upstream proxy: choose one")
-        return SniffSource(p.interface, p.bpf, inputs.ports, inputs.max_flows)
+        return SniffSource(p.interface, p.bpf, inputs.ports, inputs.max_flows, inputs.reassembly_window)
     if p.listen is None or p.upstream is None:
         raise UsageProblem("give --listen HOST:PORT and --upstream HOST:PORT (proxy), or -i IFACE (sniff)")
     if p.bpf is not None or inputs.ports:

@@ -20,13 +20,15 @@ from ripple_cli.protocols.base import (
     StreamDissector,
 )
 from ripple_cli.protocols.lumberjack.analysis import ANALYSIS_KINDS, LumberjackAnalyzer
-from ripple_cli.protocols.lumberjack.plausible import ALL_TYPES, DETECT_PAYLOAD, Verdict, header
+from ripple_cli.protocols.lumberjack.plausible import ALL_TYPES, CANDIDATE, DETECT_PAYLOAD, Verdict, header
 from ripple_cli.protocols.lumberjack.stream import LumberjackStream
 from ripple_cli.protocols.lumberjack.text import frame_of_sexp
 from ripple_cli.protocols.lumberjack.wire import ACK, WRITER_TYPES, Invalid, Need, encode_frame, read_frame
 from ripple_cli.sexp.tree import Sexp
 
 DETECT_FRAMES = 4  # frames of a head that must all look right
+RESYNC_FRAMES = 3  # whole plausible frames in a row that recognise a head whose start is damaged
+DETECT_SCAN = 64 << 10  # how far into a damaged head they are looked for
 
 STREAM_KINDS: Mapping[str, str] = {
     "bad_frame": "bytes that start no frame: a version byte other than 1 or 2, or an unknown frame type",
@@ -94,31 +96,51 @@ class LumberjackDissector(Dissector):
 def detect(head: bytes) -> Detection:
     """YES when the first frame's header is plausible (see plausible.py) and
     so is every further frame the head holds (up to DETECT_FRAMES): one
-    direction's frames are all the writer's (one version) or all acks."""
+    direction's frames are all the writer's (one version) or all acks.
+
+    Leading damage (garbage, a cut frame, an implausible window) does not
+    hide the stream: as the decoder resynchronizes, a head whose first
+    frame is not plausible is still Lumberjack when, within its first
+    DETECT_SCAN bytes, RESYNC_FRAMES whole plausible frames follow one
+    another (a stricter test than at the start: the first can be anything)."""
+    verdict, _whole = _chain(head, 0, DETECT_FRAMES)
+    if verdict is not Detection.NO:
+        return verdict
+    for m in CANDIDATE.finditer(head, 1, min(len(head), DETECT_SCAN)):
+        if _chain(head, m.start(), RESYNC_FRAMES)[1] >= RESYNC_FRAMES:
+            return Detection.YES
+    return Detection.NO
+
+
+def _chain(head: bytes, p: int, frames: int) -> tuple[Detection, int]:
+    """Whether up to `frames` plausible frames follow one another from
+    `head[p]` (YES also when the head ends first, MORE when it ends in the
+    first), and how many whole ones."""
     n = len(head)
-    p = 0
     types = ALL_TYPES
     version = None
-    for seen in range(DETECT_FRAMES):
+    for seen in range(frames):
         if p >= n:
-            return Detection.YES
+            return Detection.YES, seen
         verdict, end = header(head, p, n, types)
         if verdict is Verdict.NO:
-            return Detection.NO
+            return Detection.NO, seen
         if verdict is Verdict.MORE:
-            return Detection.YES if seen else Detection.MORE
+            return (Detection.YES if seen else Detection.MORE), seen
         if head[p + 1] == ACK:
             types = frozenset((ACK,))
         else:
             if version is not None and head[p] != version:
-                return Detection.NO
+                return Detection.NO, seen
             version, types = head[p], WRITER_TYPES
         if end is None:  # a D frame: its end is found by reading its pairs
             r = read_frame(head, p, n, DETECT_PAYLOAD)
             if isinstance(r, Invalid):
-                return Detection.NO
+                return Detection.NO, seen
             if isinstance(r, Need):
-                return Detection.YES
+                return Detection.YES, seen
             end = r[1]
+        elif end > n:
+            return Detection.YES, seen
         p = end
-    return Detection.YES
+    return Detection.YES, frames

@@ -11,6 +11,7 @@ ripple-lumberjack(7); decoding itself accepts any well-formed frame.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 
 from ripple_cli.protocols.lumberjack.wire import (
@@ -32,6 +33,7 @@ MAX_PLAUSIBLE_ACK = 1 << 24  # an ack at the start of a connection acknowledges 
 DETECT_PAYLOAD = 16 << 20  # the default --max-payload: detection has no options
 JSON_STARTS = frozenset(b' \t\r\n{["-0123456789tfn')
 ALL_TYPES = frozenset((*WRITER_TYPES, ACK))
+CANDIDATE = re.compile(rb"[12][WDJCA]")  # where a frame may start: a version byte, a type letter
 
 
 class Verdict(Enum):

@@ -16,7 +16,6 @@ region, with the bytes skipped.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +25,7 @@ from ripple_cli.protocols.buffered import BufferedStream
 from ripple_cli.protocols.lumberjack.inflate import inflate
 from ripple_cli.protocols.lumberjack.plausible import (
     ALL_TYPES,
+    CANDIDATE,
     MAX_PLAUSIBLE_KEY,
     Verdict,
     header,
@@ -52,7 +52,6 @@ from ripple_cli.protocols.lumberjack.wire import (
 PROTOCOL = "lumberjack"
 MAX_NESTING = 16  # C frames inside C frames: real writers nest none; the readers recurse without a bound
 MAX_INNER_FRAMES = 1 << 16  # frames per outermost C frame (go-lumber caps a batch at 10000 events)
-_CANDIDATE = re.compile(rb"[12][WDJCA]")
 
 
 @dataclass(slots=True)
@@ -87,7 +86,7 @@ class LumberjackStream(BufferedStream):
         limit = self.options.max_payload
         while p < n:
             if self._damage is not None:
-                m = _CANDIDATE.search(buf, p)
+                m = CANDIDATE.search(buf, p)
                 if m is None:
                     # A version byte at the very end may start a frame.
                     p = n if final or buf[n - 1] not in b"12" else n - 1

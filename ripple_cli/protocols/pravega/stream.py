@@ -6,7 +6,9 @@ chunk being read.  A header that cannot be one (a type outside -127..127,
 a negative length, a frame above the protocol's 16 MiB - 1) opens a
 damaged region, closed at the next offset where a known command's header
 with a sane length starts.  A command longer than `max_payload` but legal
-is reported and its body passed over as it streams by, unbuffered.
+is reported and its body passed over as it streams by, unbuffered.  A
+command that runs past the end of the stream is damage too: the commands
+that start inside it (its length was inflated) are decoded.
 
 Two things span commands of one direction, and the decoder follows them
 to show whole events (`Command.completes`):
@@ -181,7 +183,19 @@ class PravegaStream(BufferedStream):
                 continue
             if avail < size:
                 if final:
-                    out.append(self._truncated(avail, (code, size)))
+                    # Running past the end: a length inflated over whole
+                    # commands, or a command cut short.  Either way the
+                    # commands that start inside it are decoded (resync).
+                    problem = self._truncated(avail, (code, size))
+                    at = self._pos
+                    self._open_damage(at, problem.kind, problem.detail)
+                    self._pos = at + 1
+                    found: list[Item] = []
+                    if self._resync(found, final):
+                        out.extend(found)
+                        continue
+                    self._damage = None  # nothing whole inside: the command was cut short
+                    out.append(problem)
                     self._pos = end
                 return
             at = self._base + self._pos

@@ -38,6 +38,8 @@ STREAM_KINDS = {
     "compressed": "the COMPRESSED flag: reserved, no codec defined, payload not read (a warning)",
     "header_extension": "a non-empty header extension, unused in version 1 and skipped (a warning)",
     "oversize": "a payload length or JSON line above the limit (16 MiB, --max-payload): skipped",
+    "bad_length": "a frame length that runs past the end of the stream, or fails its CRC, over whole frames: "
+    "an inflated length, skipped to the first of them",
     "crc_mismatch": "CRC_PRESENT set and the CRC32C of the payload differs from the field",
     "crc_without_flag": "a non-zero CRC field without CRC_PRESENT, so not checked (a warning)",
     "bad_utf8": "a payload that is not UTF-8",

@@ -93,7 +93,7 @@ class RcpStream(BufferedStream):
             if n - p < 4 and MAGIC.startswith(buf[p:n]):
                 return  # maybe a magic: wait (at the end, finish() reports it truncated)
             if buf[p : p + 4] == MAGIC:
-                if not self._frame(out):
+                if not self._frame(out, final):
                     return
             elif self.jsonl or buf[p] == 0x7B:  # "{"
                 if not self._line(out):
@@ -141,7 +141,7 @@ class RcpStream(BufferedStream):
                 return True
             p = frame_at + 1
 
-    def _frame(self, out: list[Item]) -> bool:
+    def _frame(self, out: list[Item], final: bool) -> bool:
         """The frame at the boundary; False when more bytes are needed."""
         buf = self._buf
         p = self._pos
@@ -155,11 +155,46 @@ class RcpStream(BufferedStream):
             self._pos = p + 1
             return True
         if n - p < header.size:
+            if final:
+                # The stream ends inside it: an inflated length, when whole
+                # frames start within its bytes (they are decoded, not lost).
+                inner = self._frame_within(p + 1, n, final)
+                if isinstance(inner, int) and inner is not True:
+                    detail = f"frame length {header.size} runs past the end of the stream"
+                    self._open_damage(p, "bad_length", f"{detail}; a whole frame starts at {self._base + inner}")
+                    self._pos = p + 1
+                    return True
             return False
         frame = read_frame(buf, p, header)
+        if frame.crc_ok is False:
+            # A wrong CRC over bytes that hold whole frames: the length is
+            # what is wrong (inflated), and those frames are intact.
+            inner = self._frame_within(p + 1, p + header.size, final)
+            if inner is True:
+                return False  # a frame may start inside it: wait for the rest of that one
+            if isinstance(inner, int):
+                detail = f"frame length {header.size} fails its CRC; a whole frame starts at {self._base + inner}"
+                self._open_damage(p, "bad_length", detail)
+                self._pos = p + 1
+                return True
         self._pos = p + header.size
         self._emit_frame(self._base + p, frame, out)
         return True
+
+    def _frame_within(self, start: int, end: int, final: bool) -> int | bool | None:
+        """Where the first sure frame starting in `_buf[start:end]` is (it
+        may end beyond `end`, within the buffer); None: there is none; True:
+        more bytes would tell."""
+        buf = self._buf
+        at = buf.find(MAGIC, start, end)
+        while at >= 0:
+            found = valid_frame_at(buf, at, len(buf), self.max_payload)
+            if isinstance(found, RcpFrame):
+                return at
+            if found is True and not final:
+                return True
+            at = buf.find(MAGIC, at + 1, end)
+        return None
 
     def _line(self, out: list[Item]) -> bool:
         """The JSON line at the boundary; False when more bytes are needed."""
