@@ -152,7 +152,8 @@ def _tshark_ids(path: Path, seed: int) -> dict[frozenset[str], str]:
     ).stdout
     ids = {}
     for line in out.splitlines():
-        src4, src6, sport, dst4, dst6, dport, cid = line.split("\t")
+        # A tunnelled packet lists every IP layer's address: the flow is the innermost's.
+        src4, src6, sport, dst4, dst6, dport, cid = (v.rsplit(",", 1)[-1] for v in line.split("\t"))
         src, dst = src4 or f"[{src6}]", dst4 or f"[{dst6}]"
         ids[frozenset((f"{src}:{sport}", f"{dst}:{dport}"))] = cid
     return ids
