@@ -34,7 +34,7 @@ from tests.protocols.reactive_streams.rs_bytes import (
     server_hello,
     subscribe,
 )
-from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
+from tests.wireshark.tsharkkit import REPO, Envelope, assert_info_is_table, dissector, envelopes, jsonl, port_of, tshark
 
 CLIENT = b"".join(
     (
@@ -120,6 +120,8 @@ def test_conversation_message_for_message(lua: Path, tmp_path: Path) -> None:
     want = expected(pcap, "--decode-as", f"{port}=reactive-streams")
     assert sum(len(v) for v in want.values()) == 23
     assert dissected(lua, pcap, "-o", f"rs.port:{port}") == want
+    n = assert_info_is_table(lua, pcap, "rs", "-o", f"rs.port:{port}", decode_as={port: "reactive-streams"})
+    assert n == 23
 
 
 def _port_of_server(lua: Path, pcap: Path, client_port: int) -> int:
@@ -132,3 +134,7 @@ def test_bundled_capture_on_the_default_port(lua: Path) -> None:
     pcap = REPO / "examples" / "streams.pcap"
     want = expected(pcap)
     assert dissected(lua, pcap) == want
+
+
+def test_info_column_is_the_table_summary_on_the_bundled_capture(lua: Path) -> None:
+    assert assert_info_is_table(lua, REPO / "examples" / "streams.pcap", "rs") > 10

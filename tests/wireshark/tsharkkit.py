@@ -7,6 +7,7 @@ Imported as `tests.wireshark.tsharkkit`."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import shutil
@@ -21,7 +22,12 @@ import pytest
 
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema, text
 from ripple_cli.codec.values import bytes_to_json, float_to_json
+from ripple_cli.flow.inputs import Inputs
+from ripple_cli.flow.pipeline import BaseSink, pump
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
 from ripple_cli.sexp.tree import float_atom, parse_float
+from ripple_cli.terminal.environment import Environment
 
 REPO = Path(__file__).resolve().parents[2]
 TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
@@ -260,3 +266,57 @@ def handshake_view(msg: dict[str, Any]) -> dict[str, Any]:
         "outputs": [(o["output"], o["schema"]["fingerprint"]) for o in msg["output_schemas"]],
         "protocol_version": msg["protocol_version"],
     }
+
+
+# ---------------------------------------------------------------- Info
+
+
+class _TableRows(BaseSink):
+    """Each message's type and summary as `ripple decode --format table`
+    shows them (its protocols' layout), by direction."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[int, int], list[str]] = {}
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        st = origin.stream
+        assert st is not None
+        src, dst = (st.client, st.server) if st.from_client else (st.server, st.client)
+        c = msg.cells()
+        what = " ".join(x for x in (c.output, c.key, c.summary) if x)
+        line = " ".join(x for x in (msg.type, what) if x)
+        self.rows.setdefault((src.port, dst.port), []).append(line)
+
+
+def table_rows(pcap: Path, decode_as: dict[int, str] | None = None) -> dict[tuple[int, int], list[str]]:
+    inputs = Inputs(decode_as=decode_as or {})
+    env = Environment(stdin=io.BytesIO(), stdout=io.BytesIO(), stderr=io.StringIO(), stdout_isatty=False, environ={})
+    sink = _TableRows()
+    pump(inputs.events(str(pcap), env), inputs.demux(str(pcap)), sink)
+    return sink.rows
+
+
+def assert_info_is_table(
+    lua: Path, pcap: Path, protocol: str, *args: str, decode_as: dict[int, str] | None = None
+) -> int:
+    """tshark's Info column of each packet where messages end is ripple's
+    table rows of those messages (type and summary), joined by " | ".
+    `envelopes` of the PDML say in which packet each message ends (the
+    other tests show they are ripple's messages, in order).  Returns how
+    many messages were compared."""
+    rows = table_rows(pcap, decode_as)
+    seen: dict[tuple[int, int], int] = {}
+    want: dict[int, list[str]] = {}
+    for e in envelopes(tshark(lua, pcap, *args, "-T", "pdml"), protocol):
+        nodes = [e.node, *(p for p in e.node.iter("proto") if p is not e.node and p.get("name") == protocol)]
+        for _ in nodes:
+            i = seen.get(e.ports, 0)
+            seen[e.ports] = i + 1
+            want.setdefault(e.packet, []).append(rows[e.ports][i])
+    assert seen == {k: len(v) for k, v in rows.items()}
+    out = tshark(lua, pcap, *args, "-T", "fields", "-e", "frame.number", "-e", "_ws.col.Info", "-Y", protocol)
+    got = dict(line.split("\t", 1) for line in out.splitlines())
+    assert {int(k) for k in got} == set(want)
+    for packet, lines in want.items():
+        assert got[str(packet)] == " | ".join(lines), packet
+    return sum(seen.values())
