@@ -17,7 +17,7 @@ import pytest
 from tests.capture.livecap import capture_conversation, closed, tcpdump
 from tests.protocols.dissector_kit import read_hex
 from tests.protocols.lumberjack.peerkit import Reader, require_peers, send
-from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
+from tests.wireshark.tsharkkit import REPO, Envelope, assert_info_is_table, dissector, envelopes, jsonl, port_of, tshark
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "lumberjack"
 CLEAN = ("v1-compressed", "nested", "v2-json", "v1-protocol")  # the writer's side; acks.hex answers v2-client.hex
@@ -96,6 +96,7 @@ def test_real_writers_message_for_message(lua: Path, tmp_path: Path) -> None:
     assert {r["type"] for r in rows} >= {"Window", "Compressed", "Json", "Data", "Ack"}
     assert any(r["nested"] for r in rows)
     assert dissected(lua, path) == want
+    assert assert_info_is_table(lua, path, "lumberjack") == len(rows)
 
 
 def test_golden_streams_over_tcp(lua: Path, tmp_path: Path) -> None:
@@ -106,8 +107,11 @@ def test_golden_streams_over_tcp(lua: Path, tmp_path: Path) -> None:
     want = expected(path)
     assert sum(len(v) for v in want.values()) > 20
     assert dissected(lua, path) == want
+    assert assert_info_is_table(lua, path, "lumberjack") == sum(len(v) for v in want.values())
 
 
 def test_bundled_capture_on_the_beats_port(lua: Path) -> None:
     pcap = REPO / "examples" / "beats.pcap"
-    assert dissected(lua, pcap) == expected(pcap)
+    want = expected(pcap)
+    assert dissected(lua, pcap) == want
+    assert assert_info_is_table(lua, pcap, "lumberjack") == sum(len(v) for v in want.values())
