@@ -14,7 +14,7 @@ import pytest
 
 from tests.capture.livecap import closed, tcpdump
 from tests.protocols.rcp.rcppeer import RcpServer, binary_session, jsonl_session
-from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
+from tests.wireshark.tsharkkit import REPO, Envelope, assert_info_is_table, dissector, envelopes, jsonl, port_of, tshark
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +75,7 @@ def test_real_peers_message_for_message(lua: Path, peers: Path) -> None:
     assert len(want) == 4  # two connections, both directions
     assert {r["wire"] for rows in want.values() for r in rows} == {"frame", "jsonl"}
     assert dissected(lua, peers) == want
+    assert assert_info_is_table(lua, peers, "rcp") == sum(len(v) for v in want.values())
 
 
 def test_bundled_capture_on_the_rcp_port(lua: Path) -> None:
@@ -82,3 +83,4 @@ def test_bundled_capture_on_the_rcp_port(lua: Path) -> None:
     want = expected(pcap)
     assert {r["crc"] for rows in want.values() for r in rows} == {"1"}
     assert dissected(lua, pcap) == want
+    assert assert_info_is_table(lua, pcap, "rcp") == sum(len(v) for v in want.values())

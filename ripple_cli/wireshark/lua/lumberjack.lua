@@ -143,7 +143,7 @@ local function frame(tvb, pinfo, tree, at, stop, top, dir, infos)
         root:add(F.length, tvb(at + 6, 4))
         if n > 0 then
             root:add(F.payload, tvb(at + 10, n))
-            if json_dissector then json_dissector:call(tvb(at + 10, n):tvb(), pinfo, root) end
+            if json_dissector then call_keeping_columns(json_dissector, tvb(at + 10, n):tvb(), pinfo, root) end
         end
     elseif t == "D" then
         root:add(F.seq, tvb(at + 2, 4))
