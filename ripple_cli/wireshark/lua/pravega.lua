@@ -7,6 +7,8 @@ local PRAVEGA_PORT = 12345
 local NAMES = @@NAMES@@
 -- code -> the body's fields in wire order: {name, kind, optional}.
 local LAYOUTS = @@LAYOUTS@@
+-- code -> who sends it: request, reply or both.
+local SIDES = @@SIDES@@
 
 local p = Proto("pravega", "Pravega wire commands")
 local F = {
@@ -36,98 +38,288 @@ p.experts = { E_BODY, E_BAD }
 
 local Short = {}
 local MAX_BODY = 0x00FFFFFF - 8
+local MAX_PENDING = @@MAX_PENDING@@ -- the longest cut event a direction keeps (ripple's _worth_keeping)
 
--- Data: the event records it holds (without an earlier message's continuation).
-local function records(tvb, tree, at, n)
-    local i, stop, events = at, at + n, 0
-    while i < stop do
-        if stop - i < 8 or tvb(i + 4, 4):int() < 0 or i + 8 + tvb(i + 4, 4):int() > stop then
-            tree:add(F.record, tvb(i, stop - i), "Fragment")
-            return events
-        end
-        local code, len = tvb(i, 4):int(), tvb(i + 4, 4):int()
-        local kind = code == 0 and "Event" or code == -2 and "PartialEvent" or code == -1 and "Padding" or "Command"
-        if kind == "Event" then events = events + 1 end
-        local r = tree:add(F.record, tvb(i, 8 + len), kind)
-        if len > 0 then r:add(F.record_data, tvb(i + 8, len)) end
-        i = i + 8 + len
-    end
-    return events
+-- ---------------------------------------------------------------- records
+-- Data is a run of records (protocols/pravega/records.py): split from a
+-- string as ripple splits it, its first `cont` bytes finishing an event
+-- begun in an earlier message.
+
+local function i32(s, i) -- the big-endian int32 at byte i (1-based)
+    local a, b, c, d = s:byte(i, i + 3)
+    local n = ((a * 256 + b) * 256 + c) * 256 + d
+    return n >= 0x80000000 and n - 0x100000000 or n
 end
 
-local function body(tvb, tree, code, at, n)
-    local layout = LAYOUTS[code]
+local function whole_size(head)
+    if #head < 8 then return nil end
+    local n = i32(head, 5)
+    return n >= 0 and 8 + n or nil
+end
+
+local function split(data, cont)
+    local out, n = {}, #data
+    local at = math.min(cont, n)
+    if at > 0 then out[1] = { kind = "Continuation", offset = 0, size = at } end
+    while at < n do
+        if n - at < 8 then out[#out + 1] = { kind = "Fragment", offset = at, size = n - at }; break end
+        local code, len = i32(data, at + 1), i32(data, at + 5)
+        if len < 0 or at + 8 + len > n then out[#out + 1] = { kind = "Fragment", offset = at, size = n - at }; break end
+        local kind = "Command"
+        if code == 0 then kind = "Event"
+        elseif code == -2 then kind = "PartialEvent"
+        elseif code == -1 and not data:sub(at + 9, at + 8 + len):find("[^%z]") then kind = "Padding" end
+        out[#out + 1] = { kind = kind, offset = at, size = 8 + len }
+        at = at + 8 + len
+    end
+    return out
+end
+
+-- ---------------------------------------------------------------- joins
+-- What spans commands of one direction (protocols/pravega/stream.py): a
+-- block's PartialEvent, finished by the AppendBlockEnd's data; a read cut
+-- inside an event, finished by the next read of that segment.
+
+local blocks, reads = {}, {} -- by direction: the open block; segment -> {end, pending}
+
+local function open_block(dir, v)
+    local partial
+    if v.data then
+        local recs = split(v.data, 0)
+        local last = recs[#recs]
+        if last and last.kind == "PartialEvent" then partial = v.data:sub(last.offset + 9, last.offset + last.size) end
+    end
+    blocks[dir] = { writer = v.writer_id, partial = partial }
+end
+
+local function join_block(dir, v)
+    local block = blocks[dir]
+    blocks[dir] = nil
+    if not block or not block.partial or block.writer ~= v.writer_id or not v.data then return 0 end
+    local cont = 0
+    for _, r in ipairs(split(block.partial .. v.data, 0)) do
+        if r.offset < #block.partial then cont = math.min(#v.data, math.max(0, r.offset + r.size - #block.partial)) end
+    end
+    return cont
+end
+
+local function join_read(dir, v)
+    local seg, off, data = v.segment, v.segment_offset, v.data
+    if not (seg and off and data) then return 0 end
+    off = tonumber(tostring(off))
+    reads[dir] = reads[dir] or {}
+    local last = reads[dir][seg]
+    reads[dir][seg] = nil
+    local cont, pending = 0, ""
+    if last and #last.pending > 0 and last.stop == off then
+        local joined = last.pending .. data
+        local total = whole_size(joined:sub(1, 8))
+        if total == nil and #joined >= 8 then -- the cut record's header is no header: nothing to join
+        elseif total == nil or total > #joined then
+            cont, pending = #data, joined
+        else
+            cont = total - #last.pending
+        end
+    end
+    if pending == "" then
+        local recs = split(data, cont)
+        local tail = recs[#recs]
+        if tail and tail.kind == "Fragment" then pending = data:sub(tail.offset + 1) end
+    end
+    if pending ~= "" then
+        local total = whole_size(pending:sub(1, 8))
+        if (total == nil and #pending < 8) or (total ~= nil and total <= MAX_PENDING) then
+            reads[dir][seg] = { stop = off + #data, pending = pending }
+        end
+    end
+    return cont
+end
+
+-- ---------------------------------------------------------------- the summary
+-- What ripple's table shows (protocols/pravega/text.py summary).
+
+local function n_(x)
+    if x == nil then return "?" end
+    local t = tostring(x)
+    return t == "-9223372036854775808" and "none" or t
+end
+local function s_(x) return x or "?" end
+local function w_(x) return x and string.format("%08x", i32(x, 1) % 0x100000000) or "?" end
+
+local function data_(v, recs)
+    if not v.data then return "" end
+    local events, others = 0, {}
+    for _, r in ipairs(recs) do
+        if r.kind == "Event" then events = events + 1 else others[#others + 1] = r.kind .. " " .. r.size end
+    end
+    local parts = { events .. " event" .. (events ~= 1 and "s" or "") .. " in " .. #v.data .. " bytes" }
+    for _, o in ipairs(others) do parts[#parts + 1] = o end
+    return table.concat(parts, ", ")
+end
+
+local function summary(name, v, recs)
+    if name == "Hello" then return "versions " .. n_(v.low_version) .. ".." .. n_(v.high_version) end
+    if name == "KeepAlive" then return "keep-alive" end
+    if name == "PartialEvent" then return #(v.data or "") .. " bytes of a cut event" end
+    if name == "SetupAppend" then
+        return "writer " .. w_(v.writer_id) .. " to " .. s_(v.segment) .. " (request " .. n_(v.request_id) .. ")"
+    end
+    if name == "AppendSetup" then
+        return "writer " .. w_(v.writer_id) .. " on " .. s_(v.segment) .. ", last event " .. n_(v.last_event_number)
+    end
+    if name == "AppendBlock" then return "writer " .. w_(v.writer_id) .. ": " .. data_(v, recs) end
+    if name == "AppendBlockEnd" then
+        local text = "writer " .. w_(v.writer_id) .. ": " .. n_(v.num_events) .. " event"
+            .. (tostring(v.num_events) == "1" and "" or "s") .. " up to #" .. n_(v.last_event_number)
+            .. ", whole " .. n_(v.size_of_whole_events) .. " bytes"
+        if v.data and #v.data > 0 then text = text .. "; " .. data_(v, recs) end
+        return text
+    end
+    if name == "ConditionalAppend" or name == "ConditionalBlockEnd" then
+        return "writer " .. w_(v.writer_id) .. ": event #" .. n_(v.event_number) .. " at offset " .. n_(v.expected_offset)
+    end
+    if name == "DataAppended" then
+        local text = "writer " .. w_(v.writer_id) .. ": acked up to #" .. n_(v.event_number)
+        if v.previous_event_number ~= nil then text = text .. " (from #" .. n_(v.previous_event_number) .. ")" end
+        return text
+    end
+    if name == "ConditionalCheckFailed" or name == "InvalidEventNumber" then
+        return "writer " .. w_(v.writer_id) .. ": event #" .. n_(v.event_number)
+    end
+    if name == "ReadSegment" then
+        return s_(v.segment) .. " at " .. n_(v.segment_offset) .. ", up to " .. n_(v.suggested_length) .. " bytes"
+    end
+    if name == "SegmentRead" then
+        local text = s_(v.segment) .. " at " .. n_(v.segment_offset) .. ": " .. data_(v, recs)
+        for _, f in ipairs({ "at_tail", "end_of_segment" }) do if v[f] then text = text .. ", " .. f end end
+        return text
+    end
+    if name == "WrongHost" then return s_(v.segment) .. ": go to " .. s_(v.correct_host) end
+    if name == "OperationUnsupported" then
+        return s_(v.operation_name) .. " (request " .. n_(v.request_id) .. ")"
+    end
+    if name == "ErrorMessage" then
+        return s_(v.segment) .. ": " .. s_(v.message) .. " (code " .. n_(v.error_code) .. ")"
+    end
+    if name == "AuthTokenCheckFailed" then
+        return "request " .. n_(v.request_id) .. " (code " .. n_(v.error_code == nil and -1 or v.error_code) .. ")"
+    end
+    return v.segment and (s_(v.segment) .. " (request " .. n_(v.request_id) .. ")") or name
+end
+
+-- ---------------------------------------------------------------- the body
+
+-- The fields of a body by its layout: {field, range, how, name}; Short
+-- when it does not fit.
+local function read_body(tvb, code, at, n)
     local i, stop = at, at + n
     local function take(k) if i + k > stop then error(Short, 0) end local r = tvb(i, k); i = i + k; return r end
     local items = {}
-    for _, fd in ipairs(layout) do
+    for _, fd in ipairs(LAYOUTS[code]) do
         local name, kind, optional = fd[1], fd[2], fd[3]
         if optional then
             local left = stop - i
             if (kind == "utf" and left == 0) or (kind == "i32" and left < 4) or (kind == "i64" and left < 8) then break end
         end
-        if kind == "i32" then items[#items + 1] = { F[name], take(4), "int" }
-        elseif kind == "i64" then items[#items + 1] = { F[name], take(8), "int64" }
-        elseif kind == "bool" then items[#items + 1] = { F[name], take(1), "bool" }
-        elseif kind == "uuid" then items[#items + 1] = { F[name], take(16), "guid" }
+        local it
+        if kind == "i32" then it = { F[name], take(4), "int" }
+        elseif kind == "i64" then it = { F[name], take(8), "int64" }
+        elseif kind == "bool" then it = { F[name], take(1), "bool" }
+        elseif kind == "uuid" then it = { F[name], take(16), "guid" }
         elseif kind == "utf" then
             local len = take(2):uint()
-            items[#items + 1] = { F[name], len > 0 and take(len) or tvb(i, 0), "utf" }
+            it = { F[name], len > 0 and take(len) or tvb(i, 0), "utf" }
         elseif kind == "blob" then
             local len = take(4):int()
             if len < 0 then error(Short, 0) end
-            items[#items + 1] = { F.data, len > 0 and take(len) or tvb(i, 0), "data" }
+            it = { F.data, len > 0 and take(len) or tvb(i, 0), "data" }
         elseif kind == "rest" or kind == "raw" then
-            items[#items + 1] = { F.data, stop > i and take(stop - i) or tvb(i, 0), kind == "rest" and "data" or "raw" }
+            it = { F.data, stop > i and take(stop - i) or tvb(i, 0), kind == "rest" and "data" or "raw" }
         else -- event: one record with its own header
             take(4)
             local len = take(4):int()
             if len < 0 then error(Short, 0) end
             i = i - 8
-            items[#items + 1] = { F.event, take(8 + len), "raw" }
+            it = { F.event, take(8 + len), "raw" }
+        end
+        it[4] = name
+        items[#items + 1] = it
+    end
+    return items, i
+end
+
+-- The values ripple's summary reads, by field name.
+local function values_of(items)
+    local v = {}
+    for _, it in ipairs(items) do
+        local r, how, name = it[2], it[3], it[4]
+        local raw = r:len() > 0 and r:raw() or ""
+        if how == "int" then v[name] = r:int()
+        elseif how == "int64" then v[name] = r:int64()
+        elseif how == "bool" then v[name] = r:uint() ~= 0
+        elseif how == "guid" or how == "utf" then v[name] = raw
+        elseif how == "data" or (how == "raw" and name == "data") then v.data = raw
         end
     end
+    return v
+end
+
+local function add_body(tvb, tree, items, cont, i, stop)
+    local recs
     for _, it in ipairs(items) do
         local f, r, how = it[1], it[2], it[3]
-        if how == "int" then tree:add(f, r)
-        elseif how == "int64" then tree:add(f, r)
-        elseif how == "bool" then tree:add(f, r, r:uint() ~= 0)
-        elseif how == "guid" then tree:add(f, r)
+        if how == "bool" then tree:add(f, r, r:uint() ~= 0)
         elseif how == "utf" then tree:add(f, r, r:len() > 0 and r:raw() or "")
-        elseif how == "raw" then tree:add(f, r)
+        elseif how ~= "data" then tree:add(f, r)
         else
             local d = tree:add(f, r)
             d:add(F.data_length, r, r:len()):set_generated()
-            if r:len() > 0 then records(tvb, d, r:offset(), r:len()) end
+            recs = split(r:len() > 0 and r:raw() or "", cont)
+            for _, rc in ipairs(recs) do
+                local x = d:add(F.record, tvb(r:offset() + rc.offset, rc.size), rc.kind)
+                local skip = (rc.kind == "Continuation" or rc.kind == "Fragment") and 0 or 8
+                if rc.size > skip then x:add(F.record_data, tvb(r:offset() + rc.offset + skip, rc.size - skip)) end
+            end
         end
     end
     if i < stop then tree:add(F.trailing, tvb(i, stop - i)) end
+    return recs or {}
 end
 
-local function command(tvb, pinfo, tree, at, n)
+local function command(tvb, pinfo, tree, at, n, dir)
     local code = tvb(at, 4):int()
     local name = NAMES[code] or "Unknown"
     local root = tree:add(p, tvb(at, 8 + n))
     root:add(F.type, tvb(at, 4), name)
     root:add(F.type_code, tvb(at, 4))
     root:add(F.length, tvb(at + 4, 4))
-    if code == -1 then
+    local ok, items, i = false, nil, nil
+    if LAYOUTS[code] then
+        ok, items, i = pcall(read_body, tvb, code, at + 8, n)
+        if not ok and items ~= Short then error(items, 0) end
+    end
+    local v = ok and values_of(items) or {}
+    local cont = 0
+    if ok and code == 4 then cont = join_block(dir, v) elseif ok and code == 10 then cont = join_read(dir, v) end
+    if code == 3 then open_block(dir, v)
+    elseif code ~= 4 and SIDES[code] ~= "reply" then blocks[dir] = nil end
+    local line
+    if code == -1 and not (n > 0 and tvb(at + 8, n):raw():find("[^%z]")) then
         root:add(F.padding, tvb(at + 4, 4), n)
-    elseif LAYOUTS[code] then
-        local ok, e = pcall(body, tvb, root, code, at + 8, n)
-        if not ok then
-            if e ~= Short then error(e, 0) end
-            root:add_proto_expert_info(E_BODY)
-            root:add(F.body, tvb(at + 8, n))
-        end
-    elseif n > 0 then
-        root:add(F.body, tvb(at + 8, n))
+        line = n .. " bytes of padding"
+    elseif ok then
+        line = summary(name, v, add_body(tvb, root, items, cont, i, at + 8 + n))
+    else
+        if LAYOUTS[code] then root:add_proto_expert_info(E_BODY) end
+        if n > 0 then root:add(F.body, tvb(at + 8, n)) end
+        line = (NAMES[code] and name or ("type " .. code)) .. ": " .. n .. " bytes shown raw"
     end
     root:append_text(", " .. name)
-    set_info(pinfo, "Pravega", name)
+    set_info(pinfo, "Pravega", name .. " " .. line)
 end
 
 local function dissect(tvb, pinfo, tree)
+    local dir = tostring(pinfo.src) .. ":" .. pinfo.src_port .. ">" .. tostring(pinfo.dst) .. ":" .. pinfo.dst_port
     local at, len = 0, tvb:len()
     while at < len do
         if len - at < 8 then
@@ -145,7 +337,7 @@ local function dissect(tvb, pinfo, tree)
             pinfo.desegment_offset, pinfo.desegment_len = at, 8 + n - (len - at)
             return len
         end
-        command(tvb, pinfo, tree, at, n)
+        command(tvb, pinfo, tree, at, n, dir)
         at = at + 8 + n
     end
     return len
