@@ -17,7 +17,17 @@ import pytest
 from tests.capture.livecap import capture_conversation, closed, tcpdump
 from tests.protocols.dissector_kit import read_hex
 from tests.protocols.lumberjack.peerkit import Reader, require_peers, send
-from tests.wireshark.tsharkkit import REPO, Envelope, assert_info_is_table, dissector, envelopes, jsonl, port_of, tshark
+from tests.wireshark.tsharkkit import (
+    REPO,
+    Envelope,
+    assert_info_is_table,
+    assert_same_selection,
+    dissector,
+    envelopes,
+    jsonl,
+    port_of,
+    tshark,
+)
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "lumberjack"
 CLEAN = ("v1-compressed", "nested", "v2-json", "v1-protocol")  # the writer's side; acks.hex answers v2-client.hex
@@ -115,3 +125,32 @@ def test_bundled_capture_on_the_beats_port(lua: Path) -> None:
     want = expected(pcap)
     assert dissected(lua, pcap) == want
     assert assert_info_is_table(lua, pcap, "lumberjack") == sum(len(v) for v in want.values())
+
+
+# `ripple decode -Y` expressions and the display filters on the same fields.
+FILTERS = {
+    'type == "Json"': 'lumberjack.type == "Json"',
+    "seq == 2": "lumberjack.seq == 2",
+    "count == 3": "lumberjack.count == 3",
+    "version == 1": "lumberjack.version == 1",
+    "batch == 1": "lumberjack.batch == 1",
+    "keepalive == false": "lumberjack.keepalive == 0",
+}
+
+
+def test_display_filters_select_what_ripple_selects(lua: Path) -> None:
+    counts = assert_same_selection(lua, REPO / "examples" / "beats.pcap", "lumberjack", FILTERS)
+    assert all(counts.values())
+
+
+def test_display_filters_on_compressed_frames(lua: Path, tmp_path: Path) -> None:
+    path = tmp_path / "golden.pcap"
+    streams = [(read_hex(GOLDEN / f"{name}.hex"), b"") for name in CLEAN]
+    capture_conversation(path, streams, seed=7, max_write=40)
+    filters = {
+        "in_compressed == 6": "lumberjack.in_compressed == 6",
+        "frames == 1": "lumberjack.frames == 1",
+        "pairs == 2": "lumberjack.pairs == 2",
+        'type == "Compressed"': 'lumberjack.type == "Compressed"',
+    }
+    assert_same_selection(lua, path, "lumberjack", filters)

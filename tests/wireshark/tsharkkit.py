@@ -320,3 +320,43 @@ def assert_info_is_table(
     differ = {k: (shown.get(k), table.get(k)) for k in shown.keys() | table.keys() if shown.get(k) != table.get(k)}
     assert not differ, differ  # packet: (Info, ripple's rows)
     return sum(seen.values())
+
+
+# ---------------------------------------------------------------- display filters
+
+
+def _packets_of_messages(lua: Path, pcap: Path, protocol: str, *args: str) -> dict[tuple[int, int], list[int]]:
+    """The packet where each message ends, by direction, in order (a
+    compressed frame's frames after it)."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for e in envelopes(tshark(lua, pcap, *args, "-T", "pdml"), protocol):
+        nested = [p for p in e.node.iter("proto") if p is not e.node and p.get("name") == protocol]
+        out.setdefault(e.ports, []).extend([e.packet] * (1 + len(nested)))
+    return out
+
+
+def assert_same_selection(
+    lua: Path, pcap: Path, protocol: str, filters: dict[str, str], *args: str, decode: tuple[str, ...] = ()
+) -> dict[str, int]:
+    """For each `ripple decode -Y` expression (a key of `filters`), the
+    packets tshark's display filter (its value) selects are those where
+    the messages ripple selects end, and there are some.  Returns how many
+    messages each selected."""
+    where = _packets_of_messages(lua, pcap, protocol, *args)
+    every = [d for d in jsonl(pcap, *decode) if "problem" not in d]
+    counts = {}
+    for expr, display in filters.items():
+        chosen = [d for d in jsonl(pcap, *decode, "-Y", expr) if "problem" not in d]
+        assert chosen, expr
+        want: set[int] = set()
+        index: dict[tuple[int, int], int] = {}
+        for d in chosen:
+            ports = (port_of(d["src"]), port_of(d["dst"]))
+            mine = [m for m in every if (port_of(m["src"]), port_of(m["dst"])) == ports]
+            i = mine.index(d, index.get(ports, 0))
+            index[ports] = i + 1
+            want.add(where[ports][i])
+        out = tshark(lua, pcap, *args, "-T", "fields", "-e", "frame.number", "-Y", display)
+        assert {int(n) for n in out.split()} == want, (expr, display)
+        counts[expr] = len(chosen)
+    return counts

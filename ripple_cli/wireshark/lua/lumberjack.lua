@@ -17,7 +17,11 @@ local F = {
     length = ProtoField.uint32("lumberjack.length", "Length"),
     payload = ProtoField.bytes("lumberjack.payload", "Payload"),
     inflated_size = ProtoField.uint32("lumberjack.inflated_size", "Inflated size"),
-    in_compressed = ProtoField.bool("lumberjack.in_compressed", "Inside a compressed frame"),
+    in_compressed = ProtoField.uint32("lumberjack.in_compressed", "Inside the compressed frame at stream offset"),
+    batch = ProtoField.uint32("lumberjack.batch", "Window number in the stream"),
+    previous_count = ProtoField.uint32("lumberjack.previous_count", "Count of the window before"),
+    keepalive = ProtoField.bool("lumberjack.keepalive", "Keepalive (ack 0)"),
+    frames = ProtoField.uint32("lumberjack.frames", "Frames directly inside"),
 }
 set_fields(p, F)
 local E = {
@@ -52,7 +56,8 @@ local function frame_end(tvb, at, stop)
 end
 
 local walk
-local last_window, consumed = {}, {} -- by direction: the last window's count, the bytes read
+-- By direction: the windows so far, the last one's count, the bytes read.
+local windows, last_window, consumed = {}, {}, {}
 
 -- ---------------------------------------------------------------- the summary
 -- What ripple's table shows (protocols/lumberjack/view.py summary_of).
@@ -93,8 +98,7 @@ end
 local function summary(tvb, at, t, dir, extra)
     local text
     if t == "W" then
-        local n, prev = tvb(at + 2, 4):uint(), last_window[dir]
-        last_window[dir] = n
+        local n, prev = tvb(at + 2, 4):uint(), extra
         text = "window " .. n .. ((prev ~= nil and prev ~= n) and (" (was " .. prev .. ")") or "")
     elseif t == "A" then
         local n = tvb(at + 2, 4):uint()
@@ -129,14 +133,20 @@ local function frame(tvb, pinfo, tree, at, stop, top, dir, infos)
     local root = tree:add(p, tvb(at, stop - at))
     root:add(F.version, tvb(at, 1), tvb(at, 1):uint() - 0x30)
     root:add(F.type, tvb(at + 1, 1), name)
-    if top then root:add(F.in_compressed, tvb(at, stop - at), true):set_generated() end
+    if top then root:add(F.in_compressed, tvb(at, stop - at), top):set_generated() end
     local slot = #infos + 1
     infos[slot] = false
     local extra
     if t == "W" then
         root:add(F.count, tvb(at + 2, 4))
+        windows[dir] = (windows[dir] or 0) + 1
+        root:add(F.batch, tvb(at, stop - at), windows[dir]):set_generated()
+        extra = last_window[dir]
+        if extra then root:add(F.previous_count, tvb(at, stop - at), extra):set_generated() end
+        last_window[dir] = tvb(at + 2, 4):uint()
     elseif t == "A" then
         root:add(F.seq, tvb(at + 2, 4))
+        root:add(F.keepalive, tvb(at + 2, 4), tvb(at + 2, 4):uint() == 0):set_generated()
     elseif t == "J" then
         root:add(F.seq, tvb(at + 2, 4))
         local n = tvb(at + 6, 4):uint()
@@ -171,6 +181,7 @@ local function frame(tvb, pinfo, tree, at, stop, top, dir, infos)
             root:add(F.inflated_size, tvb(at + 2, 4), itvb:len()):set_generated()
             local count = walk(itvb, pinfo, root, top or ((consumed[dir] or 0) + at), dir, infos)
             extra = { itvb:len(), count }
+            root:add(F.frames, tvb(at, stop - at), count):set_generated()
         end
     end
     root:append_text(", " .. name)
