@@ -14,7 +14,17 @@ import pytest
 
 from tests.capture.livecap import closed, tcpdump
 from tests.protocols.rcp.rcppeer import RcpServer, binary_session, jsonl_session
-from tests.wireshark.tsharkkit import REPO, Envelope, assert_info_is_table, dissector, envelopes, jsonl, port_of, tshark
+from tests.wireshark.tsharkkit import (
+    REPO,
+    Envelope,
+    assert_info_is_table,
+    assert_same_selection,
+    dissector,
+    envelopes,
+    jsonl,
+    port_of,
+    tshark,
+)
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +94,22 @@ def test_bundled_capture_on_the_rcp_port(lua: Path) -> None:
     assert {r["crc"] for rows in want.values() for r in rows} == {"1"}
     assert dissected(lua, pcap) == want
     assert assert_info_is_table(lua, pcap, "rcp") == sum(len(v) for v in want.values())
+
+
+# `ripple decode -Y` expressions and the display filters on the same fields.
+FILTERS = {
+    'op == "HELLO"': 'rcp.op == "HELLO"',
+    'status == "ok"': 'rcp.status == "ok"',
+    'kind == "request"': 'rcp.kind == "request"',
+    'type == "Response"': 'rcp.type == "Response"',
+    "crc_ok == true": "rcp.crc_ok == 1",
+    "payload_len > 200": "rcp.payload_len > 200",
+    'wire == "frame"': 'rcp.wire == "frame"',
+}
+
+
+def test_display_filters_select_what_ripple_selects(lua: Path, peers: Path) -> None:
+    assert_same_selection(lua, REPO / "examples" / "rstmdb.pcap", "rcp", FILTERS)
+    live = {**FILTERS, 'wire == "jsonl"': 'rcp.wire == "jsonl"', 'id == "1"': 'rcp.id == "1"'}
+    live.pop("payload_len > 200")
+    assert_same_selection(lua, peers, "rcp", live)

@@ -18,6 +18,8 @@ local F = {
     crc_status = ProtoField.uint8("rcp.crc.status", "CRC status", base.DEC,
         { [0] = "Bad", [1] = "Good", [2] = "Unverified" }),
     crc_calc = ProtoField.uint32("rcp.crc.calculated", "Calculated CRC-32C", base.HEX),
+    crc_ok = ProtoField.bool("rcp.crc_ok", "CRC matches"),
+    flag_names = ProtoField.string("rcp.flag_names", "Flag set"),
     extension = ProtoField.bytes("rcp.extension", "Header extension"),
     wire = ProtoField.string("rcp.wire", "Wire"),
     type = ProtoField.string("rcp.type", "Type"),
@@ -117,7 +119,12 @@ local function frame(tvb, pinfo, tree, at)
     root:add(F.version, tvb(at + 4, 2))
     local flags = tvb(at + 6, 2):uint()
     local fl = root:add(F.flags, tvb(at + 6, 2))
-    for _, b in ipairs({ "crc_present", "compressed", "stream", "end_stream" }) do fl:add(F[b], tvb(at + 6, 2)) end
+    for k, b in ipairs({ "crc_present", "compressed", "stream", "end_stream" }) do
+        fl:add(F[b], tvb(at + 6, 2))
+        if bit32.band(flags, bit32.lshift(1, k - 1)) ~= 0 then
+            fl:add(F.flag_names, tvb(at + 6, 2), b:upper()):set_generated()
+        end
+    end
     root:add(F.header_len, tvb(at + 8, 2))
     root:add(F.payload_len, tvb(at + 10, 4))
     local want = tvb(at + 14, 4):uint()
@@ -128,9 +135,11 @@ local function frame(tvb, pinfo, tree, at)
         if got == want then
             crc:append_text(" [correct]")
             crc:add(F.crc_status, tvb(at + 14, 4), 1):set_generated()
+            crc:add(F.crc_ok, tvb(at + 14, 4), true):set_generated()
         else
             crc:append_text(string.format(" [incorrect, should be 0x%08x]", got))
             crc:add(F.crc_status, tvb(at + 14, 4), 0):set_generated()
+            crc:add(F.crc_ok, tvb(at + 14, 4), false):set_generated()
             crc:add(F.crc_calc, tvb(at + 14, 4), got):set_generated()
             crc:add_proto_expert_info(E.crc_bad, string.format("Bad CRC-32C: 0x%08x, should be 0x%08x", want, got))
         end
