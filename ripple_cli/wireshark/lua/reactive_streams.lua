@@ -25,6 +25,7 @@ local F = {
     error = ProtoField.string("rs.error", "Error"),
     reason = ProtoField.string("rs.reason", "Reason"),
     message = ProtoField.string("rs.message", "Message"),
+    parts = ProtoField.uint32("rs.parts", "Parts joined"),
 }
 set_fields(p, F)
 local E_RAW = ProtoExpert.new("rs.raw", "Not a message: the rest of the stream is raw", expert.group.MALFORMED, expert.severity.WARN)
@@ -153,7 +154,7 @@ end
 
 local function demand(n) return n >= LONG_MAX and "unbounded" or tostring(n) end
 
-local function summary(tvb, name, items, dir)
+local function summary(tvb, name, items, dir, root)
     local v, elements = {}, {}
     for _, it in ipairs(items) do
         local field = FNAME[it[1]]
@@ -192,6 +193,7 @@ local function summary(tvb, name, items, dir)
         parts[dir][key] = nil
         local text = who .. id .. " last part of " .. #v.data .. " bytes"
         if so_far then
+            root:add(F.parts, tvb(items[1][2], 1), so_far[1] + 1):set_generated()
             text = text .. ": " .. (so_far[1] + 1) .. " parts, " .. (so_far[2] + #v.data) .. " bytes joined"
         end
         return text
@@ -231,7 +233,7 @@ local function dissect(tvb, pinfo, tree)
             if it[4] == nil then root:add(it[1], r) else root:add(it[1], r, it[4]) end
         end
         root:append_text(", " .. name)
-        local line = summary(tvb, name, items, dir)
+        local line = summary(tvb, name, items, dir, root)
         set_info(pinfo, "RS", line == "" and name or (name .. " " .. line))
         at = stop
     end
