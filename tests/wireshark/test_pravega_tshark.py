@@ -15,10 +15,21 @@ import pytest
 
 from ripple_cli.protocols.pravega.wire import KINDS_BY_NAME, Kind
 from tests.capture.livecap import capture_conversation
-from tests.wireshark.tsharkkit import REPO, Envelope, assert_info_is_table, dissector, envelopes, jsonl, port_of, tshark
+from tests.wireshark.tsharkkit import (
+    REPO,
+    Envelope,
+    assert_info_is_table,
+    assert_same_selection,
+    dissector,
+    envelopes,
+    jsonl,
+    port_of,
+    tshark,
+)
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "pravega"
 CLEAN = ("java-simple", "java-batching", "rust", "reads", "conditional", "errors")
+WRITER = "6f1c2b3a-0000-4000-8000-00000000a001"  # examples/pravega.pcap's
 SCALARS = {n for n, k in KINDS_BY_NAME.items() if k in (Kind.I32, Kind.I64, Kind.BOOL, Kind.UUID, Kind.UTF)}
 
 
@@ -89,6 +100,13 @@ def test_golden_transcripts_over_tcp(lua: Path, tmp_path: Path) -> None:
     assert {"Continuation", "PartialEvent"} <= kinds
     n = assert_info_is_table(lua, path, "pravega", "-o", f"pravega.port:{port}", decode_as={port: "pravega"})
     assert n == sum(len(v) for v in want.values())
+    filters = {
+        "data.event_count == 1": "pravega.data.event_count == 1",
+        'type == "AppendBlockEnd"': 'pravega.type == "AppendBlockEnd"',
+        "num_events == 2": "pravega.num_events == 2",
+    }
+    decode = ("--decode-as", f"{port}=pravega")
+    assert_same_selection(lua, path, "pravega", filters, "-o", f"pravega.port:{port}", decode=decode)
     # Without the port, the heuristic finds the connections that open with a Hello.
     hello_first = {k: v for k, v in want.items() if v[0]["type"] == "Hello"}
     assert 0 < len(hello_first) < len(want)
@@ -100,3 +118,13 @@ def test_bundled_capture_on_the_pravega_port(lua: Path) -> None:
     want = expected(pcap)
     assert dissected(lua, pcap) == want
     assert assert_info_is_table(lua, pcap, "pravega") == sum(len(v) for v in want.values())
+    filters = {
+        'type == "SegmentRead"': 'pravega.type == "SegmentRead"',
+        "request_id == 2": "pravega.request_id == 2",
+        f'writer_id == "{WRITER}"': f"pravega.writer_id == {WRITER}",
+        'segment == "examples/trades/0.#epoch.0"': 'pravega.segment == "examples/trades/0.#epoch.0"',
+        "data.event_count == 2": "pravega.data.event_count == 2",
+        "at_tail == true": "pravega.at_tail == 1",
+        "high_version == 17": "pravega.high_version == 17",
+    }
+    assert_same_selection(lua, pcap, "pravega", filters)

@@ -21,6 +21,7 @@ local F = {
     data = ProtoField.bytes("pravega.data", "Data"),
     event = ProtoField.bytes("pravega.event", "Event record"),
     data_length = ProtoField.uint32("pravega.data.length", "Data length"),
+    event_count = ProtoField.uint32("pravega.data.event_count", "Whole events"),
     record = ProtoField.string("pravega.record", "Record"),
     record_data = ProtoField.bytes("pravega.record.data", "Record data"),
 }
@@ -275,6 +276,9 @@ local function add_body(tvb, tree, items, cont, i, stop)
             local d = tree:add(f, r)
             d:add(F.data_length, r, r:len()):set_generated()
             recs = split(r:len() > 0 and r:raw() or "", cont)
+            local events = 0
+            for _, rc in ipairs(recs) do if rc.kind == "Event" then events = events + 1 end end
+            d:add(F.event_count, r, events):set_generated()
             for _, rc in ipairs(recs) do
                 local x = d:add(F.record, tvb(r:offset() + rc.offset, rc.size), rc.kind)
                 local skip = (rc.kind == "Continuation" or rc.kind == "Fragment") and 0 or 8
