@@ -17,20 +17,22 @@ import pytest
 from tests.capture.livecap import capture_conversation, closed, tcpdump
 from tests.protocols.dissector_kit import read_hex
 from tests.protocols.lumberjack.peerkit import Reader, require_peers, send
-from tests.wireshark.tsharkkit import (
-    REPO,
-    Envelope,
-    assert_info_is_table,
-    assert_same_selection,
-    dissector,
-    envelopes,
-    jsonl,
-    port_of,
-    tshark,
-)
+from tests.wireshark import tsharkkit as kit
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "lumberjack"
 CLEAN = ("v1-compressed", "nested", "v2-json", "v1-protocol")  # the writer's side; acks.hex answers v2-client.hex
+
+
+# `ripple decode -Y` expressions and the display filters on the same fields.
+FILTERS = {
+    'type == "Json"': 'lumberjack.type == "Json"',
+    "seq == 2": "lumberjack.seq == 2",
+    "count == 3": "lumberjack.count == 3",
+    "version == 1": "lumberjack.version == 1",
+    "batch == 1": "lumberjack.batch == 1",
+    "keepalive == false": "lumberjack.keepalive == 0",
+}
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +108,7 @@ def test_real_writers_message_for_message(lua: Path, tmp_path: Path) -> None:
     assert {r["type"] for r in rows} >= {"Window", "Compressed", "Json", "Data", "Ack"}
     assert any(r["nested"] for r in rows)
     assert dissected(lua, path) == want
-    assert assert_info_is_table(lua, path, "lumberjack") == len(rows)
+    assert kit.assert_info_is_table(lua, path, "lumberjack") == len(rows)
 
 
 def test_golden_streams_over_tcp(lua: Path, tmp_path: Path) -> None:
@@ -117,29 +119,18 @@ def test_golden_streams_over_tcp(lua: Path, tmp_path: Path) -> None:
     want = expected(path)
     assert sum(len(v) for v in want.values()) > 20
     assert dissected(lua, path) == want
-    assert assert_info_is_table(lua, path, "lumberjack") == sum(len(v) for v in want.values())
+    assert kit.assert_info_is_table(lua, path, "lumberjack") == sum(len(v) for v in want.values())
 
 
 def test_bundled_capture_on_the_beats_port(lua: Path) -> None:
     pcap = REPO / "examples" / "beats.pcap"
     want = expected(pcap)
     assert dissected(lua, pcap) == want
-    assert assert_info_is_table(lua, pcap, "lumberjack") == sum(len(v) for v in want.values())
-
-
-# `ripple decode -Y` expressions and the display filters on the same fields.
-FILTERS = {
-    'type == "Json"': 'lumberjack.type == "Json"',
-    "seq == 2": "lumberjack.seq == 2",
-    "count == 3": "lumberjack.count == 3",
-    "version == 1": "lumberjack.version == 1",
-    "batch == 1": "lumberjack.batch == 1",
-    "keepalive == false": "lumberjack.keepalive == 0",
-}
+    assert kit.assert_info_is_table(lua, pcap, "lumberjack") == sum(len(v) for v in want.values())
 
 
 def test_display_filters_select_what_ripple_selects(lua: Path) -> None:
-    counts = assert_same_selection(lua, REPO / "examples" / "beats.pcap", "lumberjack", FILTERS)
+    counts = kit.assert_same_selection(lua, REPO / "examples" / "beats.pcap", "lumberjack", FILTERS)
     assert all(counts.values())
 
 
@@ -153,4 +144,4 @@ def test_display_filters_on_compressed_frames(lua: Path, tmp_path: Path) -> None
         "pairs == 2": "lumberjack.pairs == 2",
         'type == "Compressed"': 'lumberjack.type == "Compressed"',
     }
-    assert_same_selection(lua, path, "lumberjack", filters)
+    kit.assert_same_selection(lua, path, "lumberjack", filters)

@@ -15,17 +15,8 @@ import pytest
 
 from ripple_cli.protocols.pravega.wire import KINDS_BY_NAME, Kind
 from tests.capture.livecap import capture_conversation
-from tests.wireshark.tsharkkit import (
-    REPO,
-    Envelope,
-    assert_info_is_table,
-    assert_same_selection,
-    dissector,
-    envelopes,
-    jsonl,
-    port_of,
-    tshark,
-)
+from tests.wireshark import tsharkkit as kit
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "pravega"
 CLEAN = ("java-simple", "java-batching", "rust", "reads", "conditional", "errors")
@@ -98,7 +89,7 @@ def test_golden_transcripts_over_tcp(lua: Path, tmp_path: Path) -> None:
     # Records begun in an earlier message (a block's PartialEvent, a cut read) are joined as ripple joins them.
     kinds = {k for rows in want.values() for r in rows if "data" in r for k in r["data"]["records"]}
     assert {"Continuation", "PartialEvent"} <= kinds
-    n = assert_info_is_table(lua, path, "pravega", "-o", f"pravega.port:{port}", decode_as={port: "pravega"})
+    n = kit.assert_info_is_table(lua, path, "pravega", "-o", f"pravega.port:{port}", decode_as={port: "pravega"})
     assert n == sum(len(v) for v in want.values())
     filters = {
         "data.event_count == 1": "pravega.data.event_count == 1",
@@ -106,7 +97,7 @@ def test_golden_transcripts_over_tcp(lua: Path, tmp_path: Path) -> None:
         "num_events == 2": "pravega.num_events == 2",
     }
     decode = ("--decode-as", f"{port}=pravega")
-    assert_same_selection(lua, path, "pravega", filters, "-o", f"pravega.port:{port}", decode=decode)
+    kit.assert_same_selection(lua, path, "pravega", filters, "-o", f"pravega.port:{port}", decode=decode)
     # Without the port, the heuristic finds the connections that open with a Hello.
     hello_first = {k: v for k, v in want.items() if v[0]["type"] == "Hello"}
     assert 0 < len(hello_first) < len(want)
@@ -117,7 +108,7 @@ def test_bundled_capture_on_the_pravega_port(lua: Path) -> None:
     pcap = REPO / "examples" / "pravega.pcap"
     want = expected(pcap)
     assert dissected(lua, pcap) == want
-    assert assert_info_is_table(lua, pcap, "pravega") == sum(len(v) for v in want.values())
+    assert kit.assert_info_is_table(lua, pcap, "pravega") == sum(len(v) for v in want.values())
     filters = {
         'type == "SegmentRead"': 'pravega.type == "SegmentRead"',
         "request_id == 2": "pravega.request_id == 2",
@@ -127,4 +118,4 @@ def test_bundled_capture_on_the_pravega_port(lua: Path) -> None:
         "at_tail == true": "pravega.at_tail == 1",
         "high_version == 17": "pravega.high_version == 17",
     }
-    assert_same_selection(lua, pcap, "pravega", filters)
+    kit.assert_same_selection(lua, pcap, "pravega", filters)

@@ -14,17 +14,19 @@ import pytest
 
 from tests.capture.livecap import closed, tcpdump
 from tests.protocols.rcp.rcppeer import RcpServer, binary_session, jsonl_session
-from tests.wireshark.tsharkkit import (
-    REPO,
-    Envelope,
-    assert_info_is_table,
-    assert_same_selection,
-    dissector,
-    envelopes,
-    jsonl,
-    port_of,
-    tshark,
-)
+from tests.wireshark import tsharkkit as kit
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
+
+# Each `ripple decode -Y` expression, and the display filter on the same field.
+FILTERS = {
+    'op == "HELLO"': 'rcp.op == "HELLO"',
+    'status == "ok"': 'rcp.status == "ok"',
+    'kind == "request"': 'rcp.kind == "request"',
+    'type == "Response"': 'rcp.type == "Response"',
+    "crc_ok == true": "rcp.crc_ok == 1",
+    "payload_len > 200": "rcp.payload_len > 200",
+    'wire == "frame"': 'rcp.wire == "frame"',
+}
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +87,7 @@ def test_real_peers_message_for_message(lua: Path, peers: Path) -> None:
     assert len(want) == 4  # two connections, both directions
     assert {r["wire"] for rows in want.values() for r in rows} == {"frame", "jsonl"}
     assert dissected(lua, peers) == want
-    assert assert_info_is_table(lua, peers, "rcp") == sum(len(v) for v in want.values())
+    assert kit.assert_info_is_table(lua, peers, "rcp") == sum(len(v) for v in want.values())
 
 
 def test_bundled_capture_on_the_rcp_port(lua: Path) -> None:
@@ -93,23 +95,11 @@ def test_bundled_capture_on_the_rcp_port(lua: Path) -> None:
     want = expected(pcap)
     assert {r["crc"] for rows in want.values() for r in rows} == {"1"}
     assert dissected(lua, pcap) == want
-    assert assert_info_is_table(lua, pcap, "rcp") == sum(len(v) for v in want.values())
-
-
-# `ripple decode -Y` expressions and the display filters on the same fields.
-FILTERS = {
-    'op == "HELLO"': 'rcp.op == "HELLO"',
-    'status == "ok"': 'rcp.status == "ok"',
-    'kind == "request"': 'rcp.kind == "request"',
-    'type == "Response"': 'rcp.type == "Response"',
-    "crc_ok == true": "rcp.crc_ok == 1",
-    "payload_len > 200": "rcp.payload_len > 200",
-    'wire == "frame"': 'rcp.wire == "frame"',
-}
+    assert kit.assert_info_is_table(lua, pcap, "rcp") == sum(len(v) for v in want.values())
 
 
 def test_display_filters_select_what_ripple_selects(lua: Path, peers: Path) -> None:
-    assert_same_selection(lua, REPO / "examples" / "rstmdb.pcap", "rcp", FILTERS)
+    kit.assert_same_selection(lua, REPO / "examples" / "rstmdb.pcap", "rcp", FILTERS)
     live = {**FILTERS, 'wire == "jsonl"': 'rcp.wire == "jsonl"', 'id == "1"': 'rcp.id == "1"'}
     live.pop("payload_len > 200")
-    assert_same_selection(lua, peers, "rcp", live)
+    kit.assert_same_selection(lua, peers, "rcp", live)

@@ -34,17 +34,8 @@ from tests.protocols.reactive_streams.rs_bytes import (
     server_hello,
     subscribe,
 )
-from tests.wireshark.tsharkkit import (
-    REPO,
-    Envelope,
-    assert_info_is_table,
-    assert_same_selection,
-    dissector,
-    envelopes,
-    jsonl,
-    port_of,
-    tshark,
-)
+from tests.wireshark import tsharkkit as kit
+from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 CLIENT = b"".join(
     (
@@ -79,6 +70,16 @@ SERVER = b"".join(
 )
 INTS = ("version", "subscriber", "initial_demand", "demand", "element_size", "count", "element_id")
 BYTES = ("publisher", "error", "reason", "message", "data")
+
+
+# `ripple decode -Y` expressions and the display filters on the same fields.
+FILTERS = {
+    'type == "OnNext"': 'rs.type == "OnNext"',
+    "subscriber == 2": "rs.subscriber == 2",
+    'publisher == "trades"': 'rs.publisher == "trades"',
+    "version == 0": "rs.version == 0",
+    "initial_demand == 0": "rs.initial_demand == 0",
+}
 
 
 @pytest.fixture(scope="module")
@@ -130,11 +131,11 @@ def test_conversation_message_for_message(lua: Path, tmp_path: Path) -> None:
     want = expected(pcap, "--decode-as", f"{port}=reactive-streams")
     assert sum(len(v) for v in want.values()) == 23
     assert dissected(lua, pcap, "-o", f"rs.port:{port}") == want
-    n = assert_info_is_table(lua, pcap, "rs", "-o", f"rs.port:{port}", decode_as={port: "reactive-streams"})
+    n = kit.assert_info_is_table(lua, pcap, "rs", "-o", f"rs.port:{port}", decode_as={port: "reactive-streams"})
     assert n == 23
     filters = {**FILTERS, "parts == 3": "rs.parts == 3", "element_id == 7": "rs.element_id == 7"}
     decode = ("--decode-as", f"{port}=reactive-streams")
-    assert_same_selection(lua, pcap, "rs", filters, "-o", f"rs.port:{port}", decode=decode)
+    kit.assert_same_selection(lua, pcap, "rs", filters, "-o", f"rs.port:{port}", decode=decode)
 
 
 def _port_of_server(lua: Path, pcap: Path, client_port: int) -> int:
@@ -150,18 +151,8 @@ def test_bundled_capture_on_the_default_port(lua: Path) -> None:
 
 
 def test_info_column_is_the_table_summary_on_the_bundled_capture(lua: Path) -> None:
-    assert assert_info_is_table(lua, REPO / "examples" / "streams.pcap", "rs") > 10
-
-
-# `ripple decode -Y` expressions and the display filters on the same fields.
-FILTERS = {
-    'type == "OnNext"': 'rs.type == "OnNext"',
-    "subscriber == 2": "rs.subscriber == 2",
-    'publisher == "trades"': 'rs.publisher == "trades"',
-    "version == 0": "rs.version == 0",
-    "initial_demand == 0": "rs.initial_demand == 0",
-}
+    assert kit.assert_info_is_table(lua, REPO / "examples" / "streams.pcap", "rs") > 10
 
 
 def test_display_filters_select_what_ripple_selects(lua: Path) -> None:
-    assert_same_selection(lua, REPO / "examples" / "streams.pcap", "rs", FILTERS)
+    kit.assert_same_selection(lua, REPO / "examples" / "streams.pcap", "rs", FILTERS)
