@@ -22,12 +22,14 @@ local function set_info(pinfo, short, line)
 end
 
 -- Another dissector (JSON) on a message's bytes, the columns kept: it
--- would set the protocol column, and the next message's Info would then
--- start afresh.
+-- sets its own protocol and appends to Info.  Info is put back whole,
+-- the fence TCP sets between PDUs cleared first (else the text before
+-- it would be written twice); set_info then goes on from it.
 local function call_keeping_columns(d, tvb, pinfo, tree)
     local proto, info = tostring(pinfo.cols.protocol), tostring(pinfo.cols.info)
     d:call(tvb, pinfo, tree)
     pinfo.cols.protocol = proto
+    pinfo.cols.info:clear_fence()
     pinfo.cols.info = info
 end
 
@@ -199,6 +201,29 @@ end
 local DUMP_ESC = { [0x22] = '\\"', [0x5C] = "\\\\", [0x0A] = "\\n", [0x0D] = "\\r", [0x09] = "\\t", [0x08] = "\\b",
     [0x0C] = "\\f" }
 
+-- Python's repr of a float: the fewest digits that read back, fixed
+-- notation for exponents -4 to 15, else d.ddde+XX.
+local function float_repr(x)
+    local sign = (x < 0 or 1 / x < 0) and "-" or ""
+    x = math.abs(x)
+    if x == 0 then return sign .. "0.0" end
+    local t
+    for p = 0, 16 do
+        t = string.format("%." .. p .. "e", x)
+        if tonumber(t) == x then break end
+    end
+    local mantissa, e = t:match("^([%d.]+)e([-+]%d+)$")
+    local digits = mantissa:gsub("%.", ""):gsub("0+$", "")
+    e = tonumber(e)
+    if digits == "" then digits = "0" end
+    if e >= 16 or e < -4 then
+        return sign .. digits:sub(1, 1) .. (#digits > 1 and "." .. digits:sub(2) or "") .. string.format("e%+03d", e)
+    end
+    if e < 0 then return sign .. "0." .. string.rep("0", -e - 1) .. digits end
+    if #digits <= e + 1 then return sign .. digits .. string.rep("0", e + 1 - #digits) .. ".0" end
+    return sign .. digits:sub(1, e + 1) .. "." .. digits:sub(e + 2)
+end
+
 -- Python's json.dumps (ensure_ascii, ", " and ": ").
 local function json_dumps(v)
     if v == json_null then return "null" end
@@ -207,12 +232,7 @@ local function json_dumps(v)
     if json_is_number(v) then
         local text = v.text
         if text:find("^-?%d+$") then return (text:gsub("^%-0$", "0")) end
-        local x = tonumber(text)
-        for digits = 1, 17 do
-            local t = string.format("%." .. digits .. "g", x)
-            if tonumber(t) == x then text = t break end
-        end
-        return text:find("[.e]") and text or text .. ".0"
+        return float_repr(tonumber(text))
     end
     if type(v) == "string" then
         local out = {}
