@@ -146,3 +146,11 @@ def test_info_of_varied_json(lua: Path, tmp_path: Path) -> None:
     pcap = tmp_path / "rcp-json.pcap"
     capture_conversation(pcap, [(CLIENT, SERVER)], seed=3, max_write=70)
     assert kit.assert_info_is_table(lua, pcap, "rcp") == 13
+    filters = {
+        'payload == "not json"': 'rcp.payload == "not json"',
+        'op == "F"': 'rcp.op == "F"',
+        'status == "error"': 'rcp.status == "error"',
+        'error_code == "BAD_REQUEST"': 'rcp.error_code == "BAD_REQUEST"',
+        "flags == 41": "rcp.flags == 41",
+    }
+    kit.assert_same_selection(lua, pcap, "rcp", filters)

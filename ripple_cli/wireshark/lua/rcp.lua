@@ -95,6 +95,7 @@ local function message(tvb, pinfo, tree, at, n)
     local kind = json_is_object(v) and type(v.type) == "string" and TYPE_OF_KIND[v.type] and v.type or nil
     if kind == nil then
         tree:add_proto_expert_info(E.bad_json)
+        if v == nil then tree:add(F.payload, tvb(at, math.max(n, 0)), text) end -- as ripple's `payload`: not JSON
         return nil, summary(v, nil, n)
     end
     tree:add(F.kind, tvb(at, n), kind)
