@@ -9,6 +9,7 @@ and the bundled examples/beats.pcap."""
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,36 @@ def test_display_filters_on_compressed_frames(lua: Path, tmp_path: Path) -> None
         'type == "Compressed"': 'lumberjack.type == "Compressed"',
     }
     kit.assert_same_selection(lua, path, "lumberjack", filters)
+
+
+def _json(seq: int, payload: bytes) -> bytes:
+    return b"2J" + struct.pack(">II", seq, len(payload)) + payload
+
+
+def _data(seq: int, pairs: list[tuple[bytes, bytes]]) -> bytes:
+    body = b"".join(struct.pack(">I", len(k)) + k + struct.pack(">I", len(v)) + v for k, v in pairs)
+    return b"1D" + struct.pack(">II", seq, len(pairs)) + body
+
+
+# Text that ripple's summary escapes or cuts: controls, bytes that are not
+# UTF-8 (a character cut at the 101st byte too), characters that do not
+# print, and lines longer than the column.
+ODD = b"".join(
+    (
+        b"2W" + struct.pack(">I", 5),
+        _json(1, b'{"m":"tab\\there"}\t\x01\x7f'),
+        _json(2, b"caf\xc3\xa9 \xe2\x82\xac \xff\xfe \xc0\x80 \xed\xa0\x80 \xf4\x90\x80\x80 \xc2\xa0 \xe2\x80\x8b"),
+        _json(3, "\u00e9".encode() * 49 + b"xy" + "\u20ac".encode() * 5),
+        _json(4, b"x" * 99 + "\u20ac".encode()),
+        _json(5, b""),
+        b"1W" + struct.pack(">I", 7),
+        _data(6, [(b"k\xff", b"v\n"), (b"", b""), (b"long", b"y" * 120)]),
+        _data(7, []),
+    )
+)
+
+
+def test_info_escapes_and_cuts_as_ripple(lua: Path, tmp_path: Path) -> None:
+    path = tmp_path / "odd.pcap"
+    capture_conversation(path, [(ODD, b"2A" + struct.pack(">I", 0))], seed=11, max_write=33)
+    assert kit.assert_info_is_table(lua, path, "lumberjack") == 10

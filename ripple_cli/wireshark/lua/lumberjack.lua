@@ -65,20 +65,43 @@ local windows, last_window, consumed = {}, {}, {}
 local WIDTH = 100
 local CONTROL = { ["\t"] = "\\t", ["\n"] = "\\n", ["\r"] = "\\r" }
 
--- The characters of UTF-8 text (a byte that is not UTF-8 is one "\xNN").
+-- Characters Python's str.isprintable() refuses beyond the ASCII controls
+-- (C1 controls, no-break and other spaces, format characters): ranges of
+-- code points, escaped as repr() escapes them.
+local UNPRINTABLE = { { 0x80, 0xA0 }, { 0xAD, 0xAD }, { 0x600, 0x605 }, { 0x1680, 0x1680 }, { 0x2000, 0x200F },
+    { 0x2028, 0x202F }, { 0x205F, 0x206F }, { 0x3000, 0x3000 }, { 0xD800, 0xDFFF }, { 0xFEFF, 0xFEFF },
+    { 0xFFF9, 0xFFFB } }
+
+local function unprintable(code)
+    for _, r in ipairs(UNPRINTABLE) do if code >= r[1] and code <= r[2] then return true end end
+    return false
+end
+
+-- The characters of UTF-8 text as Python's backslashreplace decoding and
+-- repr() show them: a byte that is not UTF-8 is "\xNN", a character that
+-- does not print its escape.
 local function chars(s)
     local out, i = {}, 1
     while i <= #s do
         local c = s:byte(i)
-        local n = c < 0x80 and 1 or c >= 0xF0 and 4 or c >= 0xE0 and 3 or c >= 0xC2 and 2 or 0
+        local n = c < 0x80 and 1 or c >= 0xF5 and 0 or c >= 0xF0 and 4 or c >= 0xE0 and 3 or c >= 0xC2 and 2 or 0
         local ch = n > 0 and s:sub(i, i + n - 1) or nil
         if ch and (#ch < n or ch:sub(2):find("[^\128-\191]")) then ch = nil end
+        local code = c
+        if ch and n > 1 then
+            code = bit32.band(c, bit32.rshift(0x7F, n))
+            for k = 2, n do code = code * 64 + bit32.band(ch:byte(k), 0x3F) end
+            local least = ({ 0x80, 0x800, 0x10000 })[n - 1]
+            if code < least or code > 0x10FFFF or (code >= 0xD800 and code <= 0xDFFF) then ch = nil end
+        end
         if ch == nil then
             out[#out + 1] = string.format("\\x%02x", c)
             i = i + 1
         else
             if n == 1 and (c < 0x20 or c == 0x7F) then
                 ch = CONTROL[ch] or string.format("\\x%02x", c)
+            elseif n > 1 and unprintable(code) then
+                ch = code < 0x100 and string.format("\\x%02x", code) or string.format("\\u%04x", code)
             end
             out[#out + 1] = ch
             i = i + n
