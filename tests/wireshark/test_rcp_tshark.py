@@ -152,5 +152,6 @@ def test_info_of_varied_json(lua: Path, tmp_path: Path) -> None:
         'status == "error"': 'rcp.status == "error"',
         'error_code == "BAD_REQUEST"': 'rcp.error_code == "BAD_REQUEST"',
         "flags == 41": "rcp.flags == 41",
+        "flag_names contains STREAM": 'rcp.flag_names == "STREAM"',
     }
     kit.assert_same_selection(lua, pcap, "rcp", filters)

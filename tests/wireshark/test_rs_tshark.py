@@ -106,7 +106,7 @@ def shown(e: Envelope) -> dict[str, Any]:
             row[name] = int(f.get("show", ""))
         elif name in BYTES:
             row[name] = bytes_to_json(bytes.fromhex(f.get("value", "")))
-        elif name == "extension":
+        elif name == "extensions":
             row.setdefault("extensions", []).append(int(f.get("show", "")))
         elif name == "element":
             row.setdefault("elements", []).append(bytes_to_json(bytes.fromhex(f.get("value", ""))))
@@ -133,7 +133,13 @@ def test_conversation_message_for_message(lua: Path, tmp_path: Path) -> None:
     assert dissected(lua, pcap, "-o", f"rs.port:{port}") == want
     n = kit.assert_info_is_table(lua, pcap, "rs", "-o", f"rs.port:{port}", decode_as={port: "reactive-streams"})
     assert n == 23
-    filters = {**FILTERS, "parts == 3": "rs.parts == 3", "element_id == 7": "rs.element_id == 7"}
+    filters = {
+        **FILTERS,
+        "parts == 3": "rs.parts == 3",
+        "element_id == 7": "rs.element_id == 7",
+        "extensions contains 300": "rs.extensions == 300",
+        "demand == 9223372036854775807": "rs.demand == 9223372036854775807",
+    }
     decode = ("--decode-as", f"{port}=reactive-streams")
     kit.assert_same_selection(lua, pcap, "rs", filters, "-o", f"rs.port:{port}", decode=decode)
 

@@ -11,8 +11,8 @@ local F = {
     type = ProtoField.string("rs.type", "Type"),
     code = ProtoField.uint8("rs.code", "Type code"),
     version = ProtoField.uint8("rs.version", "Version"),
-    extensions = ProtoField.uint64("rs.extensions", "Extension count"),
-    extension = ProtoField.uint64("rs.extension", "Extension"),
+    extension_count = ProtoField.uint64("rs.extension_count", "Extension count"),
+    extensions = ProtoField.uint64("rs.extensions", "Extension"), -- one item an Id, as ripple's list `extensions`
     publisher = ProtoField.string("rs.publisher", "Publisher"),
     subscriber = ProtoField.uint64("rs.subscriber", "Subscriber"),
     initial_demand = ProtoField.uint64("rs.initial_demand", "Initial demand"),
@@ -75,11 +75,11 @@ local function parse(tvb, at, stop, dir)
             i = i + 1
         elseif name == "ids" then
             local n, j = leb(tvb, i, stop)
-            items[#items + 1] = { F.extensions, i, j - i, n }
+            items[#items + 1] = { F.extension_count, i, j - i, n }
             i = j
             for _ = 1, n:tonumber() do
                 local v, k = leb(tvb, i, stop)
-                items[#items + 1] = { F.extension, i, k - i, v }
+                items[#items + 1] = { F.extensions, i, k - i, v }
                 i = k
             end
         elseif PREFIXED[name] then
@@ -161,7 +161,7 @@ local function summary(tvb, name, items, dir, root)
         if field == "element" or field == "data" then
             local bytes = it[3] > 0 and tvb(it[2], it[3]):raw() or ""
             if field == "element" then elements[#elements + 1] = bytes else v.data = bytes end
-        elseif field == "extension" then
+        elseif field == "extensions" then
             v.ids = (v.ids and v.ids .. "," or "") .. tostring(it[4])
         else
             v[field] = it[4]
