@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from ripple_cli.protocols.pravega.wire import KINDS_BY_NAME, Kind
+from ripple_cli.protocols.pravega.text import _value_json
+from ripple_cli.protocols.pravega.wire import KINDS_BY_NAME, Kind, MString
 from tests.capture.livecap import capture_conversation
 from tests.wireshark import tsharkkit as kit
 from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
@@ -22,6 +23,17 @@ GOLDEN = REPO / "tests" / "golden" / "protocols" / "pravega"
 CLEAN = ("java-simple", "java-batching", "rust", "reads", "conditional", "errors")
 WRITER = "6f1c2b3a-0000-4000-8000-00000000a001"  # examples/pravega.pcap's
 SCALARS = {n for n, k in KINDS_BY_NAME.items() if k in (Kind.I32, Kind.I64, Kind.BOOL, Kind.UUID, Kind.UTF)}
+
+# `ripple decode -Y` expressions on examples/pravega.pcap, and the display filters on the same fields.
+BUNDLED_FILTERS = {
+    'type == "SegmentRead"': 'pravega.type == "SegmentRead"',
+    "request_id == 2": "pravega.request_id == 2",
+    f'writer_id == "{WRITER}"': f"pravega.writer_id == {WRITER}",
+    'segment == "examples/trades/0.#epoch.0"': 'pravega.segment == "examples/trades/0.#epoch.0"',
+    "data.event_count == 2": "pravega.data.event_count == 2",
+    "at_tail == true": "pravega.at_tail == 1",
+    "high_version == 17": "pravega.high_version == 17",
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +45,14 @@ def _data(d: dict[str, Any]) -> dict[str, Any]:
     return {"length": d["length"], "event_count": d["event_count"], "records": [r["kind"] for r in d["records"]]}
 
 
-def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
+def expected(pcap: Path, *args: str) -> dict[tuple[int, int], list[dict[str, Any]]]:
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for d in jsonl(pcap):
+    for d in jsonl(pcap, *args):
         if "problem" in d:
             continue  # a transcript's rule breaks (its notes): the messages are still compared
         row = {k: v for k, v in d.items() if k in SCALARS or k in ("type", "type_code")}
+        # A boolean byte other than 0 and 1 (ripple shows it): true, as Java reads it and tshark shows it.
+        row.update({k: bool(v) for k, v in row.items() if KINDS_BY_NAME.get(k) is Kind.BOOL})
         if isinstance(d.get("data"), dict):
             row["data"] = _data(d["data"])
         out.setdefault((port_of(d["src"]), port_of(d["dst"])), []).append(row)
@@ -52,7 +66,7 @@ def shown(e: Envelope) -> dict[str, Any]:
         kind = KINDS_BY_NAME.get(name)
         if name in ("type", "type_code"):
             row[name] = f.get("show") if name == "type" else int(f.get("show", ""))
-        elif name == "data" and kind is not Kind.RAW:
+        elif name == "data" and any(k.get("name") == "pravega.data.length" for k in f):
             kids = list(f)
             length = int(next(k.get("show", "") for k in kids if k.get("name") == "pravega.data.length"))
             records = [k.get("show") for k in kids if k.get("name") == "pravega.record"]
@@ -60,7 +74,7 @@ def shown(e: Envelope) -> dict[str, Any]:
         elif name in SCALARS:
             show = f.get("show", "")
             if kind is Kind.UTF:
-                row[name] = bytes.fromhex(f.get("value", "")).decode()
+                row[name] = _value_json(kind, MString.of_raw(bytes.fromhex(f.get("value", ""))))
             elif kind is Kind.BOOL:
                 row[name] = show in ("1", "True")
             elif kind is Kind.UUID:
@@ -109,13 +123,21 @@ def test_bundled_capture_on_the_pravega_port(lua: Path) -> None:
     want = expected(pcap)
     assert dissected(lua, pcap) == want
     assert kit.assert_info_is_table(lua, pcap, "pravega") == sum(len(v) for v in want.values())
-    filters = {
-        'type == "SegmentRead"': 'pravega.type == "SegmentRead"',
-        "request_id == 2": "pravega.request_id == 2",
-        f'writer_id == "{WRITER}"': f"pravega.writer_id == {WRITER}",
-        'segment == "examples/trades/0.#epoch.0"': 'pravega.segment == "examples/trades/0.#epoch.0"',
-        "data.event_count == 2": "pravega.data.event_count == 2",
-        "at_tail == true": "pravega.at_tail == 1",
-        "high_version == 17": "pravega.high_version == 17",
-    }
-    kit.assert_same_selection(lua, pcap, "pravega", filters)
+    kit.assert_same_selection(lua, pcap, "pravega", BUNDLED_FILTERS)
+
+
+def test_odd_commands_over_tcp(lua: Path, tmp_path: Path) -> None:
+    """Padding, commands shown raw, optional trailing fields, strings that
+    are not plain UTF-8: the same fields and the same Info as ripple."""
+    path = tmp_path / "odd.pcap"
+    names = ("raw", "optional", "strings")
+    capture_conversation(path, [((GOLDEN / f"{n}.bin").read_bytes(), b"") for n in names], seed=13, max_write=50)
+    (port,) = {dst for _src, dst in expected(path)}
+    decode = ("--decode-as", f"{port}=pravega")
+    want = expected(path, *decode)
+    assert len(want) == len(names)
+    assert dissected(lua, path, "-o", f"pravega.port:{port}") == want
+    n = kit.assert_info_is_table(lua, path, "pravega", "-o", f"pravega.port:{port}", decode_as={port: "pravega"})
+    assert n == sum(len(v) for v in want.values())
+    filters = {"length == 5": "pravega.length == 5", 'type == "Padding"': 'pravega.type == "Padding"'}
+    kit.assert_same_selection(lua, path, "pravega", filters, "-o", f"pravega.port:{port}", decode=decode)

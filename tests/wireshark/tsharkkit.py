@@ -26,6 +26,7 @@ from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import BaseSink, pump
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
+from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.tree import float_atom, parse_float
 from ripple_cli.terminal.environment import Environment
 
@@ -284,7 +285,7 @@ class _TableRows(BaseSink):
         src, dst = (st.client, st.server) if st.from_client else (st.server, st.client)
         c = msg.cells()
         what = " ".join(x for x in (c.output, c.key, c.summary) if x)
-        line = " ".join(x for x in (msg.type, what) if x)
+        line = " ".join(escape_text(x) for x in (msg.type, what) if x)  # as the table's cells escape
         self.rows.setdefault((src.port, dst.port), []).append(line)
 
 

@@ -57,6 +57,18 @@ local function register_tcp(p, port, what, dissect, looks)
     end
 end
 
+-- Characters Python's str.isprintable() refuses beyond the ASCII controls
+-- (C1 controls, no-break and other spaces, format characters): ranges of
+-- code points, escaped as repr() escapes them.
+local UNPRINTABLE = { { 0x80, 0xA0 }, { 0xAD, 0xAD }, { 0x600, 0x605 }, { 0x1680, 0x1680 }, { 0x2000, 0x200F },
+    { 0x2028, 0x202F }, { 0x205F, 0x206F }, { 0x3000, 0x3000 }, { 0xD800, 0xDFFF }, { 0xFEFF, 0xFEFF },
+    { 0xFFF9, 0xFFFB } }
+
+local function unprintable(code)
+    for _, r in ipairs(UNPRINTABLE) do if code >= r[1] and code <= r[2] then return true end end
+    return false
+end
+
 -- ---------------------------------------------------------------- CRC-32C
 
 local CRC_TABLE = {}

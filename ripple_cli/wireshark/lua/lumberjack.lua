@@ -65,18 +65,6 @@ local windows, last_window, consumed = {}, {}, {}
 local WIDTH = 100
 local CONTROL = { ["\t"] = "\\t", ["\n"] = "\\n", ["\r"] = "\\r" }
 
--- Characters Python's str.isprintable() refuses beyond the ASCII controls
--- (C1 controls, no-break and other spaces, format characters): ranges of
--- code points, escaped as repr() escapes them.
-local UNPRINTABLE = { { 0x80, 0xA0 }, { 0xAD, 0xAD }, { 0x600, 0x605 }, { 0x1680, 0x1680 }, { 0x2000, 0x200F },
-    { 0x2028, 0x202F }, { 0x205F, 0x206F }, { 0x3000, 0x3000 }, { 0xD800, 0xDFFF }, { 0xFEFF, 0xFEFF },
-    { 0xFFF9, 0xFFFB } }
-
-local function unprintable(code)
-    for _, r in ipairs(UNPRINTABLE) do if code >= r[1] and code <= r[2] then return true end end
-    return false
-end
-
 -- The characters of UTF-8 text as Python's backslashreplace decoding and
 -- repr() show them: a byte that is not UTF-8 is "\xNN", a character that
 -- does not print its escape.

@@ -14,10 +14,10 @@ local p = Proto("pravega", "Pravega wire commands")
 local F = {
     type = ProtoField.string("pravega.type", "Type"),
     type_code = ProtoField.int32("pravega.type_code", "Type code"),
-    length = ProtoField.int32("pravega.length", "Body length"),
+    body_length = ProtoField.int32("pravega.body_length", "Body length"),
     body = ProtoField.bytes("pravega.body", "Body"),
     trailing = ProtoField.bytes("pravega.trailing", "Trailing bytes"),
-    padding = ProtoField.uint32("pravega.padding", "Padding"),
+    length = ProtoField.uint32("pravega.length", "Padding length"), -- ripple's `length`: a Padding's zero bytes
     data = ProtoField.bytes("pravega.data", "Data"),
     event = ProtoField.bytes("pravega.event", "Event record"),
     data_length = ProtoField.uint32("pravega.data.length", "Data length"),
@@ -144,7 +144,50 @@ local function n_(x)
     local t = tostring(x)
     return t == "-9223372036854775808" and "none" or t
 end
-local function s_(x) return x or "?" end
+local OCAML_ESC = { [0x0A] = "\\n", [0x09] = "\\t", [0x0D] = "\\r", [0x08] = "\\b" }
+
+-- A writeUTF string as ripple's summary shows it (protocols/pravega/
+-- mutf8.py, then the table's escape_text): "?" when Java would not read it.
+local function s_(raw)
+    if raw == nil then return "?" end
+    local units, i, n = {}, 1, #raw
+    local band, bor, lshift = bit32.band, bit32.bor, bit32.lshift
+    while i <= n do
+        local c = raw:byte(i)
+        if c < 0x80 then
+            units[#units + 1], i = c, i + 1
+        elseif c >= 0xC0 and c < 0xE0 then
+            local c2 = raw:byte(i + 1)
+            if not c2 or band(c2, 0xC0) ~= 0x80 then return "?" end
+            units[#units + 1], i = bor(lshift(band(c, 0x1F), 6), band(c2, 0x3F)), i + 2
+        elseif c >= 0xE0 and c < 0xF0 then
+            local c2, c3 = raw:byte(i + 1, i + 2)
+            if not c3 or band(c2, 0xC0) ~= 0x80 or band(c3, 0xC0) ~= 0x80 then return "?" end
+            units[#units + 1] = bor(lshift(band(c, 0x0F), 12), lshift(band(c2, 0x3F), 6), band(c3, 0x3F))
+            i = i + 3
+        else
+            return "?"
+        end
+    end
+    local out, k = {}, 1
+    while k <= #units do
+        local u, low = units[k], units[k + 1]
+        if u >= 0xD800 and u < 0xDC00 and low and low >= 0xDC00 and low < 0xE000 then
+            u, k = 0x10000 + (u - 0xD800) * 0x400 + (low - 0xDC00), k + 1
+        end
+        k = k + 1
+        if u < 0x20 or u == 0x7F then
+            out[#out + 1] = OCAML_ESC[u] or string.format("\\%03d", u)
+        elseif u >= 0xDC80 and u <= 0xDCFF then
+            out[#out + 1] = string.format("\\%03d", u - 0xDC00)
+        elseif unprintable(u) then
+            out[#out + 1] = string.format("\\u{%04X}", u)
+        else
+            out[#out + 1] = utf8_char(u)
+        end
+    end
+    return table.concat(out)
+end
 local function w_(x) return x and string.format("%08x", i32(x, 1) % 0x100000000) or "?" end
 
 local function data_(v, recs)
@@ -296,7 +339,7 @@ local function command(tvb, pinfo, tree, at, n, dir)
     local root = tree:add(p, tvb(at, 8 + n))
     root:add(F.type, tvb(at, 4), name)
     root:add(F.type_code, tvb(at, 4))
-    root:add(F.length, tvb(at + 4, 4))
+    root:add(F.body_length, tvb(at + 4, 4))
     local ok, items, i = false, nil, nil
     if LAYOUTS[code] then
         ok, items, i = pcall(read_body, tvb, code, at + 8, n)
@@ -309,7 +352,7 @@ local function command(tvb, pinfo, tree, at, n, dir)
     elseif code ~= 4 and SIDES[code] ~= "reply" then blocks[dir] = nil end
     local line
     if code == -1 and not (n > 0 and tvb(at + 8, n):raw():find("[^%z]")) then
-        root:add(F.padding, tvb(at + 4, 4), n)
+        root:add(F.length, tvb(at + 4, 4), n)
         line = n .. " bytes of padding"
     elseif ok then
         line = summary(name, v, add_body(tvb, root, items, cont, i, at + 8 + n))
