@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
 from ripple_cli.protocols.pravega.commands import COMMANDS, HEADER_SIZE, MAX_EVENT_SIZE
+from ripple_cli.protocols.pravega.stream import MAX_TRACKED_READS
 from ripple_cli.protocols.pravega.wire import LAYOUTS
 from ripple_cli.wireshark.lua import fill, lua_string, template
 
@@ -25,5 +26,7 @@ def pravega_lua() -> str:
         "LAYOUTS": "{\n" + "".join(layouts) + "}",
         "SIDES": "{" + sides + "}",
         "MAX_PENDING": str(min(MAX_EVENT_SIZE + HEADER_SIZE, DEFAULT_MAX_PAYLOAD)),
+        "MAX_PAYLOAD": str(DEFAULT_MAX_PAYLOAD),
+        "MAX_TRACKED_READS": str(MAX_TRACKED_READS),
     }
     return fill(template("pravega.lua"), values)

@@ -39,7 +39,8 @@ p.experts = { E_BODY, E_BAD }
 
 local Short = {}
 local MAX_BODY = 0x00FFFFFF - 8
-local MAX_PENDING = @@MAX_PENDING@@ -- the longest cut event a direction keeps (ripple's _worth_keeping)
+local MAX_PENDING = @@MAX_PENDING@@
+local MAX_PAYLOAD = @@MAX_PAYLOAD@@ -- ripple's default --max-payload -- the longest cut event a direction keeps (ripple's _worth_keeping)
 
 -- ---------------------------------------------------------------- records
 -- Data is a run of records (protocols/pravega/records.py): split from a
@@ -81,7 +82,20 @@ end
 -- block's PartialEvent, finished by the AppendBlockEnd's data; a read cut
 -- inside an event, finished by the next read of that segment.
 
-local blocks, reads = {}, {} -- by direction: the open block; segment -> {end, pending}
+local blocks, reads = {}, {} -- by direction: the open block; segment -> {stop, pending}, oldest first
+local MAX_TRACKED_READS = @@MAX_TRACKED_READS@@ -- segments whose cut event a direction remembers
+
+-- The direction's cut reads, bounded as ripple bounds them: at most
+-- MAX_TRACKED_READS segments, and no more pending bytes in all than one
+-- command may have; the oldest go first.
+local function bound_reads(list)
+    local total = 0
+    for _, r in ipairs(list) do total = total + #r.pending end
+    while #list > MAX_TRACKED_READS or (#list > 1 and total > MAX_PAYLOAD) do
+        total = total - #list[1].pending
+        table.remove(list, 1)
+    end
+end
 
 local function open_block(dir, v)
     local partial
@@ -109,8 +123,10 @@ local function join_read(dir, v)
     if not (seg and off and data) then return 0 end
     off = tonumber(tostring(off))
     reads[dir] = reads[dir] or {}
-    local last = reads[dir][seg]
-    reads[dir][seg] = nil
+    local list, last = reads[dir], nil
+    for k, r in ipairs(list) do
+        if r.segment == seg then last = table.remove(list, k) break end
+    end
     local cont, pending = 0, ""
     if last and #last.pending > 0 and last.stop == off then
         local joined = last.pending .. data
@@ -130,7 +146,8 @@ local function join_read(dir, v)
     if pending ~= "" then
         local total = whole_size(pending:sub(1, 8))
         if (total == nil and #pending < 8) or (total ~= nil and total <= MAX_PENDING) then
-            reads[dir][seg] = { stop = off + #data, pending = pending }
+            list[#list + 1] = { segment = seg, stop = off + #data, pending = pending }
+            bound_reads(list)
         end
     end
     return cont
