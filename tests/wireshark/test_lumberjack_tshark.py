@@ -9,6 +9,7 @@ and the bundled examples/beats.pcap."""
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,22 @@ import pytest
 from tests.capture.livecap import capture_conversation, closed, tcpdump
 from tests.protocols.dissector_kit import read_hex
 from tests.protocols.lumberjack.peerkit import Reader, require_peers, send
+from tests.wireshark import tsharkkit as kit
 from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "lumberjack"
 CLEAN = ("v1-compressed", "nested", "v2-json", "v1-protocol")  # the writer's side; acks.hex answers v2-client.hex
+
+
+# `ripple decode -Y` expressions and the display filters on the same fields.
+FILTERS = {
+    'type == "Json"': 'lumberjack.type == "Json"',
+    "seq == 2": "lumberjack.seq == 2",
+    "count == 3": "lumberjack.count == 3",
+    "version == 1": "lumberjack.version == 1",
+    "batch == 1": "lumberjack.batch == 1",
+    "keepalive == false": "lumberjack.keepalive == 0",
+}
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +109,7 @@ def test_real_writers_message_for_message(lua: Path, tmp_path: Path) -> None:
     assert {r["type"] for r in rows} >= {"Window", "Compressed", "Json", "Data", "Ack"}
     assert any(r["nested"] for r in rows)
     assert dissected(lua, path) == want
+    assert kit.assert_info_is_table(lua, path, "lumberjack") == len(rows)
 
 
 def test_golden_streams_over_tcp(lua: Path, tmp_path: Path) -> None:
@@ -106,8 +120,62 @@ def test_golden_streams_over_tcp(lua: Path, tmp_path: Path) -> None:
     want = expected(path)
     assert sum(len(v) for v in want.values()) > 20
     assert dissected(lua, path) == want
+    assert kit.assert_info_is_table(lua, path, "lumberjack") == sum(len(v) for v in want.values())
 
 
 def test_bundled_capture_on_the_beats_port(lua: Path) -> None:
     pcap = REPO / "examples" / "beats.pcap"
-    assert dissected(lua, pcap) == expected(pcap)
+    want = expected(pcap)
+    assert dissected(lua, pcap) == want
+    assert kit.assert_info_is_table(lua, pcap, "lumberjack") == sum(len(v) for v in want.values())
+
+
+def test_display_filters_select_what_ripple_selects(lua: Path) -> None:
+    counts = kit.assert_same_selection(lua, REPO / "examples" / "beats.pcap", "lumberjack", FILTERS)
+    assert all(counts.values())
+
+
+def test_display_filters_on_compressed_frames(lua: Path, tmp_path: Path) -> None:
+    path = tmp_path / "golden.pcap"
+    streams = [(read_hex(GOLDEN / f"{name}.hex"), b"") for name in CLEAN]
+    capture_conversation(path, streams, seed=7, max_write=40)
+    filters = {
+        "in_compressed == 6": "lumberjack.in_compressed == 6",
+        "frames == 1": "lumberjack.frames == 1",
+        "pairs == 2": "lumberjack.pairs == 2",
+        'type == "Compressed"': 'lumberjack.type == "Compressed"',
+    }
+    kit.assert_same_selection(lua, path, "lumberjack", filters)
+
+
+def _json(seq: int, payload: bytes) -> bytes:
+    return b"2J" + struct.pack(">II", seq, len(payload)) + payload
+
+
+def _data(seq: int, pairs: list[tuple[bytes, bytes]]) -> bytes:
+    body = b"".join(struct.pack(">I", len(k)) + k + struct.pack(">I", len(v)) + v for k, v in pairs)
+    return b"1D" + struct.pack(">II", seq, len(pairs)) + body
+
+
+# Text that ripple's summary escapes or cuts: controls, bytes that are not
+# UTF-8 (a character cut at the 101st byte too), characters that do not
+# print, and lines longer than the column.
+ODD = b"".join(
+    (
+        b"2W" + struct.pack(">I", 5),
+        _json(1, b'{"m":"tab\\there"}\t\x01\x7f'),
+        _json(2, b"caf\xc3\xa9 \xe2\x82\xac \xff\xfe \xc0\x80 \xed\xa0\x80 \xf4\x90\x80\x80 \xc2\xa0 \xe2\x80\x8b"),
+        _json(3, "\u00e9".encode() * 49 + b"xy" + "\u20ac".encode() * 5),
+        _json(4, b"x" * 99 + "\u20ac".encode()),
+        _json(5, b""),
+        b"1W" + struct.pack(">I", 7),
+        _data(6, [(b"k\xff", b"v\n"), (b"", b""), (b"long", b"y" * 120)]),
+        _data(7, []),
+    )
+)
+
+
+def test_info_escapes_and_cuts_as_ripple(lua: Path, tmp_path: Path) -> None:
+    path = tmp_path / "odd.pcap"
+    capture_conversation(path, [(ODD, b"2A" + struct.pack(">I", 0))], seed=11, max_write=33)
+    assert kit.assert_info_is_table(lua, path, "lumberjack") == 10

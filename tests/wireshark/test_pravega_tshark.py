@@ -13,13 +13,27 @@ from typing import Any
 
 import pytest
 
-from ripple_cli.protocols.pravega.wire import KINDS_BY_NAME, Kind
+from ripple_cli.protocols.pravega.text import _value_json
+from ripple_cli.protocols.pravega.wire import KINDS_BY_NAME, Kind, MString
 from tests.capture.livecap import capture_conversation
+from tests.wireshark import tsharkkit as kit
 from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 GOLDEN = REPO / "tests" / "golden" / "protocols" / "pravega"
 CLEAN = ("java-simple", "java-batching", "rust", "reads", "conditional", "errors")
+WRITER = "6f1c2b3a-0000-4000-8000-00000000a001"  # examples/pravega.pcap's
 SCALARS = {n for n, k in KINDS_BY_NAME.items() if k in (Kind.I32, Kind.I64, Kind.BOOL, Kind.UUID, Kind.UTF)}
+
+# `ripple decode -Y` expressions on examples/pravega.pcap, and the display filters on the same fields.
+BUNDLED_FILTERS = {
+    'type == "SegmentRead"': 'pravega.type == "SegmentRead"',
+    "request_id == 2": "pravega.request_id == 2",
+    f'writer_id == "{WRITER}"': f"pravega.writer_id == {WRITER}",
+    'segment == "examples/trades/0.#epoch.0"': 'pravega.segment == "examples/trades/0.#epoch.0"',
+    "data.event_count == 2": "pravega.data.event_count == 2",
+    "at_tail == true": "pravega.at_tail == 1",
+    "high_version == 17": "pravega.high_version == 17",
+}
 
 
 @pytest.fixture(scope="module")
@@ -28,44 +42,39 @@ def lua(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _data(d: dict[str, Any]) -> dict[str, Any]:
-    out = {"length": d["length"]}
-    if not any(r["kind"] == "Continuation" for r in d["records"]):
-        out["event_count"] = d["event_count"]
-    return out
+    return {"length": d["length"], "event_count": d["event_count"], "records": [r["kind"] for r in d["records"]]}
 
 
-def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
+def expected(pcap: Path, *args: str) -> dict[tuple[int, int], list[dict[str, Any]]]:
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for d in jsonl(pcap):
+    for d in jsonl(pcap, *args):
         if "problem" in d:
             continue  # a transcript's rule breaks (its notes): the messages are still compared
         row = {k: v for k, v in d.items() if k in SCALARS or k in ("type", "type_code")}
+        # A boolean byte other than 0 and 1 (ripple shows it): true, as Java reads it and tshark shows it.
+        row.update({k: bool(v) for k, v in row.items() if KINDS_BY_NAME.get(k) is Kind.BOOL})
         if isinstance(d.get("data"), dict):
             row["data"] = _data(d["data"])
         out.setdefault((port_of(d["src"]), port_of(d["dst"])), []).append(row)
     return out
 
 
-def shown(e: Envelope, continued: bool) -> dict[str, Any]:
+def shown(e: Envelope) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for f in e.node:
         name = f.get("name", "").removeprefix("pravega.")
         kind = KINDS_BY_NAME.get(name)
         if name in ("type", "type_code"):
             row[name] = f.get("show") if name == "type" else int(f.get("show", ""))
-        elif name == "data" and kind is not Kind.RAW:
+        elif name == "data" and any(k.get("name") == "pravega.data.length" for k in f):
             kids = list(f)
             length = int(next(k.get("show", "") for k in kids if k.get("name") == "pravega.data.length"))
-            data: dict[str, Any] = {"length": length}
-            if not continued:
-                data["event_count"] = sum(
-                    1 for k in kids if k.get("name") == "pravega.record" and k.get("show") == "Event"
-                )
-            row["data"] = data
+            records = [k.get("show") for k in kids if k.get("name") == "pravega.record"]
+            row["data"] = {"length": length, "event_count": records.count("Event"), "records": records}
         elif name in SCALARS:
             show = f.get("show", "")
             if kind is Kind.UTF:
-                row[name] = bytes.fromhex(f.get("value", "")).decode()
+                row[name] = _value_json(kind, MString.of_raw(bytes.fromhex(f.get("value", ""))))
             elif kind is Kind.BOOL:
                 row[name] = show in ("1", "True")
             elif kind is Kind.UUID:
@@ -75,16 +84,10 @@ def shown(e: Envelope, continued: bool) -> dict[str, Any]:
     return row
 
 
-def dissected(
-    lua: Path, pcap: Path, want: dict[tuple[int, int], list[dict[str, Any]]], *args: str
-) -> dict[tuple[int, int], list[dict[str, Any]]]:
+def dissected(lua: Path, pcap: Path, *args: str) -> dict[tuple[int, int], list[dict[str, Any]]]:
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for e in envelopes(tshark(lua, pcap, *args, "-T", "pdml"), "pravega"):
-        rows = out.setdefault(e.ports, [])
-        # Where ripple joined a record across messages the dissector counts no events.
-        mine = want.get(e.ports, [])
-        continued = len(rows) < len(mine) and "data" in mine[len(rows)] and "event_count" not in mine[len(rows)]["data"]
-        rows.append(shown(e, continued))
+        out.setdefault(e.ports, []).append(shown(e))
     return out
 
 
@@ -96,14 +99,45 @@ def test_golden_transcripts_over_tcp(lua: Path, tmp_path: Path) -> None:
     assert len(want) == len(CLEAN)
     assert sum(len(v) for v in want.values()) > 40
     (port,) = {dst for _src, dst in want}
-    assert dissected(lua, path, want, "-o", f"pravega.port:{port}") == want
+    assert dissected(lua, path, "-o", f"pravega.port:{port}") == want
+    # Records begun in an earlier message (a block's PartialEvent, a cut read) are joined as ripple joins them.
+    kinds = {k for rows in want.values() for r in rows if "data" in r for k in r["data"]["records"]}
+    assert {"Continuation", "PartialEvent"} <= kinds
+    n = kit.assert_info_is_table(lua, path, "pravega", "-o", f"pravega.port:{port}", decode_as={port: "pravega"})
+    assert n == sum(len(v) for v in want.values())
+    filters = {
+        "data.event_count == 1": "pravega.data.event_count == 1",
+        'type == "AppendBlockEnd"': 'pravega.type == "AppendBlockEnd"',
+        "num_events == 2": "pravega.num_events == 2",
+    }
+    decode = ("--decode-as", f"{port}=pravega")
+    kit.assert_same_selection(lua, path, "pravega", filters, "-o", f"pravega.port:{port}", decode=decode)
     # Without the port, the heuristic finds the connections that open with a Hello.
     hello_first = {k: v for k, v in want.items() if v[0]["type"] == "Hello"}
     assert 0 < len(hello_first) < len(want)
-    assert dissected(lua, path, want) == hello_first
+    assert dissected(lua, path) == hello_first
 
 
 def test_bundled_capture_on_the_pravega_port(lua: Path) -> None:
     pcap = REPO / "examples" / "pravega.pcap"
     want = expected(pcap)
-    assert dissected(lua, pcap, want) == want
+    assert dissected(lua, pcap) == want
+    assert kit.assert_info_is_table(lua, pcap, "pravega") == sum(len(v) for v in want.values())
+    kit.assert_same_selection(lua, pcap, "pravega", BUNDLED_FILTERS)
+
+
+def test_odd_commands_over_tcp(lua: Path, tmp_path: Path) -> None:
+    """Padding, commands shown raw, optional trailing fields, strings that
+    are not plain UTF-8: the same fields and the same Info as ripple."""
+    path = tmp_path / "odd.pcap"
+    names = ("raw", "optional", "strings")
+    capture_conversation(path, [((GOLDEN / f"{n}.bin").read_bytes(), b"") for n in names], seed=13, max_write=50)
+    (port,) = {dst for _src, dst in expected(path)}
+    decode = ("--decode-as", f"{port}=pravega")
+    want = expected(path, *decode)
+    assert len(want) == len(names)
+    assert dissected(lua, path, "-o", f"pravega.port:{port}") == want
+    n = kit.assert_info_is_table(lua, path, "pravega", "-o", f"pravega.port:{port}", decode_as={port: "pravega"})
+    assert n == sum(len(v) for v in want.values())
+    filters = {"length == 5": "pravega.length == 5", 'type == "Padding"': 'pravega.type == "Padding"'}
+    kit.assert_same_selection(lua, path, "pravega", filters, "-o", f"pravega.port:{port}", decode=decode)

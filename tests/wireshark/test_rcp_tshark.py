@@ -12,9 +12,22 @@ from typing import Any
 
 import pytest
 
-from tests.capture.livecap import closed, tcpdump
+from ripple_cli.protocols.rcp.wire import RcpFrame, write_frame
+from tests.capture.livecap import capture_conversation, closed, tcpdump
 from tests.protocols.rcp.rcppeer import RcpServer, binary_session, jsonl_session
+from tests.wireshark import tsharkkit as kit
 from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
+
+# Each `ripple decode -Y` expression, and the display filter on the same field.
+FILTERS = {
+    'op == "HELLO"': 'rcp.op == "HELLO"',
+    'status == "ok"': 'rcp.status == "ok"',
+    'kind == "request"': 'rcp.kind == "request"',
+    'type == "Response"': 'rcp.type == "Response"',
+    "crc_ok == true": "rcp.crc_ok == 1",
+    "payload_len > 200": "rcp.payload_len > 200",
+    'wire == "frame"': 'rcp.wire == "frame"',
+}
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +88,7 @@ def test_real_peers_message_for_message(lua: Path, peers: Path) -> None:
     assert len(want) == 4  # two connections, both directions
     assert {r["wire"] for rows in want.values() for r in rows} == {"frame", "jsonl"}
     assert dissected(lua, peers) == want
+    assert kit.assert_info_is_table(lua, peers, "rcp") == sum(len(v) for v in want.values())
 
 
 def test_bundled_capture_on_the_rcp_port(lua: Path) -> None:
@@ -82,3 +96,62 @@ def test_bundled_capture_on_the_rcp_port(lua: Path) -> None:
     want = expected(pcap)
     assert {r["crc"] for rows in want.values() for r in rows} == {"1"}
     assert dissected(lua, pcap) == want
+    assert kit.assert_info_is_table(lua, pcap, "rcp") == sum(len(v) for v in want.values())
+
+
+def test_display_filters_select_what_ripple_selects(lua: Path, peers: Path) -> None:
+    kit.assert_same_selection(lua, REPO / "examples" / "rstmdb.pcap", "rcp", FILTERS)
+    live = {**FILTERS, 'wire == "jsonl"': 'rcp.wire == "jsonl"', 'id == "1"': 'rcp.id == "1"'}
+    live.pop("payload_len > 200")
+    kit.assert_same_selection(lua, peers, "rcp", live)
+
+
+def _frame(msg: str, flags: int = 1) -> bytes:
+    payload = msg.encode()
+    crc = RcpFrame(1, flags, 0, b"", payload).computed_crc
+    return write_frame(RcpFrame(1, flags, crc, b"", payload))
+
+
+# JSON that ripple's summary writes back with Python's json.dumps: key order,
+# \\u escapes and non-ASCII text, floats, nesting, long values cut at 24 or 40
+# characters; a payload that is no message and one that is no JSON.
+CLIENT = b"".join(
+    (
+        _frame('{"type":"request","id":"1","op":"HELLO","params":{"protocol_version":1,"wire_modes":["binary_json"]}}'),
+        _frame('{"type":"request","id":7,"op":"PUT","params":{"z":1e5,"a":0.1,"m":-0,"n":[1.50,{"k":"v"}],"q":2}}'),
+        _frame(
+            '{"type":"request","id":"2","op":"CREATE","params":{"name":"caf\\u00e9 \\ud83d\\ude00 \u00fcber","x":null}}'
+        ),
+        _frame('{"type":"request","id":"3","op":"' + "X" * 50 + '","params":{}}', flags=1 | 4),
+        _frame('{"type":"request","id":"4","op":"F","params":{"a":1e16,"b":1.5e16,"c":1e-5}}'),
+        _frame('{"type":"request","id":"5","op":"F","params":{"a":0.0001,"b":-2.50,"c":123.456e3}}'),
+        _frame('{"type":"request","id":"6","op":"F","params":{"a":[1.50,{"k":"v"}],"b":"\\ "q"","c":"\t"}}'),
+        _frame("[1, 2]"),
+        _frame("not json"),
+    )
+)
+SERVER = b"".join(
+    (
+        _frame('{"type":"response","id":"1","status":"ok","result":{}}'),
+        _frame(
+            '{"type":"response","id":7,"status":"error","error":{"code":"BAD_REQUEST","message":"' + "m" * 70 + '"}}'
+        ),
+        _frame('{"type":"event","subscription_id":"s","instance_id":"i-\\u00e9","from_state":"a","to_state":"b"}'),
+        _frame('{"type":"response","id":"3","status":"ok","result":{"t":true,"f":false,"e":[]}}', flags=1 | 8 | 32),
+    )
+)
+
+
+def test_info_of_varied_json(lua: Path, tmp_path: Path) -> None:
+    pcap = tmp_path / "rcp-json.pcap"
+    capture_conversation(pcap, [(CLIENT, SERVER)], seed=3, max_write=70)
+    assert kit.assert_info_is_table(lua, pcap, "rcp") == 13
+    filters = {
+        'payload == "not json"': 'rcp.payload == "not json"',
+        'op == "F"': 'rcp.op == "F"',
+        'status == "error"': 'rcp.status == "error"',
+        'error_code == "BAD_REQUEST"': 'rcp.error_code == "BAD_REQUEST"',
+        "flags == 41": "rcp.flags == 41",
+        "flag_names contains STREAM": 'rcp.flag_names == "STREAM"',
+    }
+    kit.assert_same_selection(lua, pcap, "rcp", filters)

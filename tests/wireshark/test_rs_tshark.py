@@ -34,6 +34,7 @@ from tests.protocols.reactive_streams.rs_bytes import (
     server_hello,
     subscribe,
 )
+from tests.wireshark import tsharkkit as kit
 from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
 
 CLIENT = b"".join(
@@ -71,6 +72,16 @@ INTS = ("version", "subscriber", "initial_demand", "demand", "element_size", "co
 BYTES = ("publisher", "error", "reason", "message", "data")
 
 
+# `ripple decode -Y` expressions and the display filters on the same fields.
+FILTERS = {
+    'type == "OnNext"': 'rs.type == "OnNext"',
+    "subscriber == 2": "rs.subscriber == 2",
+    'publisher == "trades"': 'rs.publisher == "trades"',
+    "version == 0": "rs.version == 0",
+    "initial_demand == 0": "rs.initial_demand == 0",
+}
+
+
 @pytest.fixture(scope="module")
 def lua(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dissector("reactive-streams", tmp_path_factory)
@@ -95,7 +106,7 @@ def shown(e: Envelope) -> dict[str, Any]:
             row[name] = int(f.get("show", ""))
         elif name in BYTES:
             row[name] = bytes_to_json(bytes.fromhex(f.get("value", "")))
-        elif name == "extension":
+        elif name == "extensions":
             row.setdefault("extensions", []).append(int(f.get("show", "")))
         elif name == "element":
             row.setdefault("elements", []).append(bytes_to_json(bytes.fromhex(f.get("value", ""))))
@@ -120,6 +131,17 @@ def test_conversation_message_for_message(lua: Path, tmp_path: Path) -> None:
     want = expected(pcap, "--decode-as", f"{port}=reactive-streams")
     assert sum(len(v) for v in want.values()) == 23
     assert dissected(lua, pcap, "-o", f"rs.port:{port}") == want
+    n = kit.assert_info_is_table(lua, pcap, "rs", "-o", f"rs.port:{port}", decode_as={port: "reactive-streams"})
+    assert n == 23
+    filters = {
+        **FILTERS,
+        "parts == 3": "rs.parts == 3",
+        "element_id == 7": "rs.element_id == 7",
+        "extensions contains 300": "rs.extensions == 300",
+        "demand == 9223372036854775807": "rs.demand == 9223372036854775807",
+    }
+    decode = ("--decode-as", f"{port}=reactive-streams")
+    kit.assert_same_selection(lua, pcap, "rs", filters, "-o", f"rs.port:{port}", decode=decode)
 
 
 def _port_of_server(lua: Path, pcap: Path, client_port: int) -> int:
@@ -132,3 +154,11 @@ def test_bundled_capture_on_the_default_port(lua: Path) -> None:
     pcap = REPO / "examples" / "streams.pcap"
     want = expected(pcap)
     assert dissected(lua, pcap) == want
+
+
+def test_info_column_is_the_table_summary_on_the_bundled_capture(lua: Path) -> None:
+    assert kit.assert_info_is_table(lua, REPO / "examples" / "streams.pcap", "rs") > 10
+
+
+def test_display_filters_select_what_ripple_selects(lua: Path) -> None:
+    kit.assert_same_selection(lua, REPO / "examples" / "streams.pcap", "rs", FILTERS)

@@ -7,6 +7,7 @@ Imported as `tests.wireshark.tsharkkit`."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import shutil
@@ -21,7 +22,13 @@ import pytest
 
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema, text
 from ripple_cli.codec.values import bytes_to_json, float_to_json
+from ripple_cli.flow.inputs import Inputs
+from ripple_cli.flow.pipeline import BaseSink, pump
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
+from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.tree import float_atom, parse_float
+from ripple_cli.terminal.environment import Environment
 
 REPO = Path(__file__).resolve().parents[2]
 TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
@@ -260,3 +267,97 @@ def handshake_view(msg: dict[str, Any]) -> dict[str, Any]:
         "outputs": [(o["output"], o["schema"]["fingerprint"]) for o in msg["output_schemas"]],
         "protocol_version": msg["protocol_version"],
     }
+
+
+# ---------------------------------------------------------------- Info
+
+
+class _TableRows(BaseSink):
+    """Each message's type and summary as `ripple decode --format table`
+    shows them (its protocols' layout), by direction."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[int, int], list[str]] = {}
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        st = origin.stream
+        assert st is not None
+        src, dst = (st.client, st.server) if st.from_client else (st.server, st.client)
+        c = msg.cells()
+        what = " ".join(x for x in (c.output, c.key, c.summary) if x)
+        line = " ".join(escape_text(x) for x in (msg.type, what) if x)  # as the table's cells escape
+        self.rows.setdefault((src.port, dst.port), []).append(line)
+
+
+def table_rows(pcap: Path, decode_as: dict[int, str] | None = None) -> dict[tuple[int, int], list[str]]:
+    inputs = Inputs(decode_as=decode_as or {})
+    env = Environment(stdin=io.BytesIO(), stdout=io.BytesIO(), stderr=io.StringIO(), stdout_isatty=False, environ={})
+    sink = _TableRows()
+    pump(inputs.events(str(pcap), env), inputs.demux(str(pcap)), sink)
+    return sink.rows
+
+
+def assert_info_is_table(
+    lua: Path, pcap: Path, protocol: str, *args: str, decode_as: dict[int, str] | None = None
+) -> int:
+    """tshark's Info column of each packet where messages end is ripple's
+    table rows of those messages (type and summary), joined by " | ".
+    `envelopes` of the PDML say in which packet each message ends (the
+    other tests show they are ripple's messages, in order).  Returns how
+    many messages were compared."""
+    rows = table_rows(pcap, decode_as)
+    seen: dict[tuple[int, int], int] = {}
+    want: dict[int, list[str]] = {}
+    for e in envelopes(tshark(lua, pcap, *args, "-T", "pdml"), protocol):
+        nodes = [e.node, *(p for p in e.node.iter("proto") if p is not e.node and p.get("name") == protocol)]
+        for _ in nodes:
+            i = seen.get(e.ports, 0)
+            seen[e.ports] = i + 1
+            want.setdefault(e.packet, []).append(rows[e.ports][i])
+    assert seen == {k: len(v) for k, v in rows.items()}
+    out = tshark(lua, pcap, *args, "-T", "fields", "-e", "frame.number", "-e", "_ws.col.Info", "-Y", protocol)
+    got = dict(line.split("\t", 1) for line in out.splitlines())
+    shown, table = {int(k): v for k, v in got.items()}, {k: " | ".join(v) for k, v in want.items()}
+    differ = {k: (shown.get(k), table.get(k)) for k in shown.keys() | table.keys() if shown.get(k) != table.get(k)}
+    assert not differ, differ  # packet: (Info, ripple's rows)
+    return sum(seen.values())
+
+
+# ---------------------------------------------------------------- display filters
+
+
+def _packets_of_messages(lua: Path, pcap: Path, protocol: str, *args: str) -> dict[tuple[int, int], list[int]]:
+    """The packet where each message ends, by direction, in order (a
+    compressed frame's frames after it)."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for e in envelopes(tshark(lua, pcap, *args, "-T", "pdml"), protocol):
+        nested = [p for p in e.node.iter("proto") if p is not e.node and p.get("name") == protocol]
+        out.setdefault(e.ports, []).extend([e.packet] * (1 + len(nested)))
+    return out
+
+
+def assert_same_selection(
+    lua: Path, pcap: Path, protocol: str, filters: dict[str, str], *args: str, decode: tuple[str, ...] = ()
+) -> dict[str, int]:
+    """For each `ripple decode -Y` expression (a key of `filters`), the
+    packets tshark's display filter (its value) selects are those where
+    the messages ripple selects end, and there are some.  Returns how many
+    messages each selected."""
+    where = _packets_of_messages(lua, pcap, protocol, *args)
+    every = [d for d in jsonl(pcap, *decode) if "problem" not in d]
+    counts = {}
+    for expr, display in filters.items():
+        chosen = [d for d in jsonl(pcap, *decode, "-Y", expr) if "problem" not in d]
+        assert chosen, expr
+        want: set[int] = set()
+        index: dict[tuple[int, int], int] = {}
+        for d in chosen:
+            ports = (port_of(d["src"]), port_of(d["dst"]))
+            mine = [m for m in every if (port_of(m["src"]), port_of(m["dst"])) == ports]
+            i = mine.index(d, index.get(ports, 0))
+            index[ports] = i + 1
+            want.add(where[ports][i])
+        out = tshark(lua, pcap, *args, "-T", "fields", "-e", "frame.number", "-Y", display)
+        assert {int(n) for n in out.split()} == want, (expr, display)
+        counts[expr] = len(chosen)
+    return counts

@@ -17,7 +17,11 @@ local F = {
     length = ProtoField.uint32("lumberjack.length", "Length"),
     payload = ProtoField.bytes("lumberjack.payload", "Payload"),
     inflated_size = ProtoField.uint32("lumberjack.inflated_size", "Inflated size"),
-    in_compressed = ProtoField.bool("lumberjack.in_compressed", "Inside a compressed frame"),
+    in_compressed = ProtoField.uint32("lumberjack.in_compressed", "Inside the compressed frame at stream offset"),
+    batch = ProtoField.uint32("lumberjack.batch", "Window number in the stream"),
+    previous_count = ProtoField.uint32("lumberjack.previous_count", "Count of the window before"),
+    keepalive = ProtoField.bool("lumberjack.keepalive", "Keepalive (ack 0)"),
+    frames = ProtoField.uint32("lumberjack.frames", "Frames directly inside"),
 }
 set_fields(p, F)
 local E = {
@@ -51,32 +55,117 @@ local function frame_end(tvb, at, stop)
     return i
 end
 
-local dissect_frames
+local walk
+-- By direction: the windows so far, the last one's count, the bytes read.
+local windows, last_window, consumed = {}, {}, {}
 
--- One whole frame at `at`; nested: the offset of the C frame it came out of.
-local function frame(tvb, pinfo, tree, at, stop, nested)
+-- ---------------------------------------------------------------- the summary
+-- What ripple's table shows (protocols/lumberjack/view.py summary_of).
+
+local WIDTH = 100
+local CONTROL = { ["\t"] = "\\t", ["\n"] = "\\n", ["\r"] = "\\r" }
+
+-- The characters of UTF-8 text as Python's backslashreplace decoding and
+-- repr() show them: a byte that is not UTF-8 is "\xNN", a character that
+-- does not print its escape.
+local function chars(s)
+    local out, i = {}, 1
+    while i <= #s do
+        local c = s:byte(i)
+        local n = c < 0x80 and 1 or c >= 0xF5 and 0 or c >= 0xF0 and 4 or c >= 0xE0 and 3 or c >= 0xC2 and 2 or 0
+        local ch = n > 0 and s:sub(i, i + n - 1) or nil
+        if ch and (#ch < n or ch:sub(2):find("[^\128-\191]")) then ch = nil end
+        local code = c
+        if ch and n > 1 then
+            code = bit32.band(c, bit32.rshift(0x7F, n))
+            for k = 2, n do code = code * 64 + bit32.band(ch:byte(k), 0x3F) end
+            local least = ({ 0x80, 0x800, 0x10000 })[n - 1]
+            if code < least or code > 0x10FFFF or (code >= 0xD800 and code <= 0xDFFF) then ch = nil end
+        end
+        if ch == nil then
+            out[#out + 1] = string.format("\\x%02x", c)
+            i = i + 1
+        else
+            if n == 1 and (c < 0x20 or c == 0x7F) then
+                ch = CONTROL[ch] or string.format("\\x%02x", c)
+            elseif n > 1 and unprintable(code) then
+                ch = code < 0x100 and string.format("\\x%02x", code) or string.format("\\u%04x", code)
+            end
+            out[#out + 1] = ch
+            i = i + n
+        end
+    end
+    return out
+end
+
+local function short(s) return table.concat(chars(s:sub(1, WIDTH + 1))) end
+
+local function cut(text)
+    local cs = chars(text)
+    if #cs <= WIDTH then return text end
+    return table.concat(cs, "", 1, WIDTH - 3) .. "..."
+end
+
+local function summary(tvb, at, t, dir, extra)
+    local text
+    if t == "W" then
+        local n, prev = tvb(at + 2, 4):uint(), extra
+        text = "window " .. n .. ((prev ~= nil and prev ~= n) and (" (was " .. prev .. ")") or "")
+    elseif t == "A" then
+        local n = tvb(at + 2, 4):uint()
+        text = "ack " .. n .. (n == 0 and " (keepalive)" or "")
+    elseif t == "J" then
+        local n = tvb(at + 6, 4):uint()
+        text = "#" .. tvb(at + 2, 4):uint() .. " " .. (n > 0 and short(tvb(at + 10, n):raw()) or "(empty)")
+    elseif t == "D" then
+        local pairs_, i = {}, at + 10
+        for _ = 1, tvb(at + 6, 4):uint() do
+            local kn = tvb(i, 4):uint()
+            local vn = tvb(i + 4 + kn, 4):uint()
+            local k = kn > 0 and tvb(i + 4, kn):raw() or ""
+            local v = vn > 0 and tvb(i + 8 + kn, vn):raw() or ""
+            pairs_[#pairs_ + 1] = short(k) .. "=" .. short(v)
+            i = i + 8 + kn + vn
+        end
+        text = "#" .. tvb(at + 2, 4):uint() .. " " .. (#pairs_ > 0 and table.concat(pairs_, " ") or "(no pairs)")
+    else
+        text = "zlib " .. tvb(at + 2, 4):uint() .. " bytes"
+        if extra then text = text .. " -> " .. extra[1] .. " bytes, " .. extra[2] .. " frames" end
+    end
+    return text
+end
+
+-- One whole frame at `at`, its row added to infos (a C frame's, then
+-- those of the frames it holds); top: the stream offset of the outermost
+-- C frame it came out of, when it did.
+local function frame(tvb, pinfo, tree, at, stop, top, dir, infos)
     local t = string.char(tvb(at + 1, 1):uint())
     local name = NAMES[t]
     local root = tree:add(p, tvb(at, stop - at))
     root:add(F.version, tvb(at, 1), tvb(at, 1):uint() - 0x30)
     root:add(F.type, tvb(at + 1, 1), name)
-    if nested then root:add(F.in_compressed, tvb(at, stop - at), true):set_generated() end
-    local info = name
+    if top then root:add(F.in_compressed, tvb(at, stop - at), top):set_generated() end
+    local slot = #infos + 1
+    infos[slot] = false
+    local extra
     if t == "W" then
         root:add(F.count, tvb(at + 2, 4))
-        info = info .. " " .. tvb(at + 2, 4):uint()
+        windows[dir] = (windows[dir] or 0) + 1
+        root:add(F.batch, tvb(at, stop - at), windows[dir]):set_generated()
+        extra = last_window[dir]
+        if extra then root:add(F.previous_count, tvb(at, stop - at), extra):set_generated() end
+        last_window[dir] = tvb(at + 2, 4):uint()
     elseif t == "A" then
         root:add(F.seq, tvb(at + 2, 4))
-        info = info .. " " .. tvb(at + 2, 4):uint()
+        root:add(F.keepalive, tvb(at + 2, 4), tvb(at + 2, 4):uint() == 0):set_generated()
     elseif t == "J" then
         root:add(F.seq, tvb(at + 2, 4))
         local n = tvb(at + 6, 4):uint()
         root:add(F.length, tvb(at + 6, 4))
         if n > 0 then
             root:add(F.payload, tvb(at + 10, n))
-            if json_dissector then json_dissector:call(tvb(at + 10, n):tvb(), pinfo, root) end
+            if json_dissector then call_keeping_columns(json_dissector, tvb(at + 10, n):tvb(), pinfo, root) end
         end
-        info = info .. " " .. tvb(at + 2, 4):uint()
     elseif t == "D" then
         root:add(F.seq, tvb(at + 2, 4))
         root:add(F.pairs, tvb(at + 6, 4))
@@ -92,7 +181,6 @@ local function frame(tvb, pinfo, tree, at, stop, nested)
             pair:set_text(k .. ": " .. v)
             i = i + 8 + kn + vn
         end
-        info = info .. " " .. tvb(at + 2, 4):uint()
     else -- C
         local n = tvb(at + 2, 4):uint()
         root:add(F.length, tvb(at + 2, 4))
@@ -102,40 +190,43 @@ local function frame(tvb, pinfo, tree, at, stop, nested)
         else
             local itvb = inflated:tvb()
             root:add(F.inflated_size, tvb(at + 2, 4), itvb:len()):set_generated()
-            local frames = dissect_frames(itvb, pinfo, root, true)
-            info = info .. " [" .. frames .. "]"
+            local count = walk(itvb, pinfo, root, top or ((consumed[dir] or 0) + at), dir, infos)
+            extra = { itvb:len(), count }
+            root:add(F.frames, tvb(at, stop - at), count):set_generated()
         end
     end
     root:append_text(", " .. name)
-    return info
+    local text = summary(tvb, at, t, dir, extra)
+    if top then text = "in C@" .. top .. ": " .. text end
+    infos[slot] = name .. " " .. cut(text)
 end
 
--- Every whole frame in tvb: (count, where the next one starts, bytes it needs).
-local function walk(tvb, pinfo, tree, nested)
-    local at, len, infos = 0, tvb:len(), {}
+-- Every whole frame in tvb, their rows added to infos: (how many, where
+-- the next one starts, whether it needs more bytes).
+walk = function(tvb, pinfo, tree, top, dir, infos)
+    local at, len, count = 0, tvb:len(), 0
     while at < len do
         local ok, stop = pcall(frame_end, tvb, at, len)
-        if not ok and stop == NeedMore then return infos, at, true end
+        if not ok and stop == NeedMore then return count, at, true end
         if not ok and stop ~= Bad then error(stop, 0) end
         if not ok then
             local root = tree:add(p, tvb(at, len - at))
             root:add_proto_expert_info(E.bad)
             infos[#infos + 1] = "not Lumberjack: " .. (len - at) .. " bytes"
-            return infos, len, false
+            return count, len, false
         end
-        infos[#infos + 1] = frame(tvb, pinfo, tree, at, stop, nested)
+        frame(tvb, pinfo, tree, at, stop, top, dir, infos)
+        count = count + 1
         at = stop
     end
-    return infos, at, false
-end
-
-dissect_frames = function(tvb, pinfo, tree, nested)
-    local infos = walk(tvb, pinfo, tree, nested)
-    return table.concat(infos, " | ")
+    return count, at, false
 end
 
 local function dissect(tvb, pinfo, tree)
-    local infos, at, more = walk(tvb, pinfo, tree, false)
+    local dir = tostring(pinfo.src) .. ":" .. pinfo.src_port .. ">" .. tostring(pinfo.dst) .. ":" .. pinfo.dst_port
+    local infos = {}
+    local _, at, more = walk(tvb, pinfo, tree, nil, dir, infos)
+    consumed[dir] = (consumed[dir] or 0) + at
     if more then pinfo.desegment_offset, pinfo.desegment_len = at, DESEGMENT_ONE_MORE_SEGMENT end
     if #infos > 0 then
         set_info(pinfo, "Lumberjack", table.concat(infos, " | "))

@@ -11,8 +11,8 @@ local F = {
     type = ProtoField.string("rs.type", "Type"),
     code = ProtoField.uint8("rs.code", "Type code"),
     version = ProtoField.uint8("rs.version", "Version"),
-    extensions = ProtoField.uint64("rs.extensions", "Extension count"),
-    extension = ProtoField.uint64("rs.extension", "Extension"),
+    extension_count = ProtoField.uint64("rs.extension_count", "Extension count"),
+    extensions = ProtoField.uint64("rs.extensions", "Extension"), -- one item an Id, as ripple's list `extensions`
     publisher = ProtoField.string("rs.publisher", "Publisher"),
     subscriber = ProtoField.uint64("rs.subscriber", "Subscriber"),
     initial_demand = ProtoField.uint64("rs.initial_demand", "Initial demand"),
@@ -25,6 +25,7 @@ local F = {
     error = ProtoField.string("rs.error", "Error"),
     reason = ProtoField.string("rs.reason", "Reason"),
     message = ProtoField.string("rs.message", "Message"),
+    parts = ProtoField.uint32("rs.parts", "Parts joined"),
 }
 set_fields(p, F)
 local E_RAW = ProtoExpert.new("rs.raw", "Not a message: the rest of the stream is raw", expert.group.MALFORMED, expert.severity.WARN)
@@ -74,11 +75,11 @@ local function parse(tvb, at, stop, dir)
             i = i + 1
         elseif name == "ids" then
             local n, j = leb(tvb, i, stop)
-            items[#items + 1] = { F.extensions, i, j - i, n }
+            items[#items + 1] = { F.extension_count, i, j - i, n }
             i = j
             for _ = 1, n:tonumber() do
                 local v, k = leb(tvb, i, stop)
-                items[#items + 1] = { F.extension, i, k - i, v }
+                items[#items + 1] = { F.extensions, i, k - i, v }
                 i = k
             end
         elseif PREFIXED[name] then
@@ -124,6 +125,88 @@ local function parse(tvb, at, stop, dir)
     return NAMES[code], items, i, sub
 end
 
+-- ---------------------------------------------------------------- the summary
+-- What ripple's table shows (protocols/reactive_streams/text.py summary).
+
+local FNAME = {}
+for name, f in pairs(F) do FNAME[f] = name end
+local LONG_MAX = UInt64(0xFFFFFFFF, 0x7FFFFFFF)
+local parts = {} -- direction -> "subscriber/element id" -> {parts, bytes}: the parts of a split element
+
+-- An atom as sexplib writes it (quoted and escaped when it must be).
+local function atom_text(s)
+    if s ~= "" and not s:find('[%z\001-\032"();\\\127-\255]') and not s:find("#|", 1, true)
+        and not s:find("|#", 1, true) then
+        return s
+    end
+    local esc = { ['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r", ["\b"] = "\\b" }
+    return '"' .. s:gsub("[%z\001-\031\"\\\127-\255]", function(c)
+        return esc[c] or string.format("\\%03d", c:byte())
+    end) .. '"'
+end
+
+-- The head of an atom, cut for the summary column.
+local function short(s)
+    local t = atom_text(s:sub(1, 40))
+    if #t <= 40 then return t end
+    return t:sub(1, 39) .. "\226\128\166"
+end
+
+local function demand(n) return n >= LONG_MAX and "unbounded" or tostring(n) end
+
+local function summary(tvb, name, items, dir, root)
+    local v, elements = {}, {}
+    for _, it in ipairs(items) do
+        local field = FNAME[it[1]]
+        if field == "element" or field == "data" then
+            local bytes = it[3] > 0 and tvb(it[2], it[3]):raw() or ""
+            if field == "element" then elements[#elements + 1] = bytes else v.data = bytes end
+        elseif field == "extensions" then
+            v.ids = (v.ids and v.ids .. "," or "") .. tostring(it[4])
+        else
+            v[field] = it[4]
+        end
+    end
+    local who = v.subscriber and ("#" .. tostring(v.subscriber)) or ""
+    if name == "ClientHello" or name == "ServerHello" then
+        return "version " .. v.version .. " extensions " .. (v.ids or "none")
+    elseif name == "Subscribe" then
+        return who .. " to " .. short(v.publisher) .. " initial demand " .. demand(v.initial_demand)
+    elseif name == "Request" then
+        return who .. " +" .. demand(v.demand)
+    elseif name == "OnSubscribe" then
+        local size = v.element_size:tonumber()
+        return who .. (size > 0 and (" elements of " .. size .. " bytes") or " elements length-prefixed")
+    elseif name == "OnNext" then
+        return who .. " " .. #elements[1] .. " bytes " .. short(elements[1])
+    elseif name == "OnNextPacked" then
+        return who .. " " .. tostring(v.count) .. " x " .. tostring(v.element_size) .. " bytes"
+    elseif name == "OnNextPart" or name == "OnNextLastPart" then
+        local key = tostring(v.subscriber) .. "/" .. tostring(v.element_id)
+        parts[dir] = parts[dir] or {}
+        local so_far = parts[dir][key]
+        local id = " element " .. tostring(v.element_id)
+        if name == "OnNextPart" then
+            parts[dir][key] = { (so_far and so_far[1] or 0) + 1, (so_far and so_far[2] or 0) + #v.data }
+            return who .. id .. " part of " .. #v.data .. " bytes"
+        end
+        parts[dir][key] = nil
+        local text = who .. id .. " last part of " .. #v.data .. " bytes"
+        if so_far then
+            root:add(F.parts, tvb(items[1][2], 1), so_far[1] + 1):set_generated()
+            text = text .. ": " .. (so_far[1] + 1) .. " parts, " .. (so_far[2] + #v.data) .. " bytes joined"
+        end
+        return text
+    elseif name == "OnError" then
+        return who .. " " .. short(v.error)
+    elseif name == "Goodbye" then
+        return short(v.reason)
+    elseif name == "GoodbyeAck" then
+        return short(v.message)
+    end
+    return who -- Cancel, OnComplete
+end
+
 local function dissect(tvb, pinfo, tree)
     local dir = tostring(pinfo.src) .. ":" .. pinfo.src_port .. ">" .. tostring(pinfo.dst) .. ":" .. pinfo.dst_port
     local at, len = 0, tvb:len()
@@ -140,7 +223,7 @@ local function dissect(tvb, pinfo, tree)
             root:add(F.type, tvb(at, len - at), "Raw")
             root:add(F.data, tvb(at, len - at))
             root:add_proto_expert_info(E_RAW)
-            set_info(pinfo, "RS", "Raw " .. (len - at) .. " bytes")
+            set_info(pinfo, "RS", "Raw " .. (len - at) .. " bytes not read as messages")
             return len
         end
         root = tree:add(p, tvb(at, stop - at))
@@ -150,7 +233,8 @@ local function dissect(tvb, pinfo, tree)
             if it[4] == nil then root:add(it[1], r) else root:add(it[1], r, it[4]) end
         end
         root:append_text(", " .. name)
-        set_info(pinfo, "RS", name .. (sub and (" " .. tostring(sub)) or ""))
+        local line = summary(tvb, name, items, dir, root)
+        set_info(pinfo, "RS", line == "" and name or (name .. " " .. line))
         at = stop
     end
     return len
