@@ -15,8 +15,9 @@ from ripple_cli.errors import UsageProblem
 
 from .inputs import InputFile
 from .plan import DEFAULT_SPLIT, Plan, decode_plan, scan_tasks
-from .rows import Row, row_dict
+from .rows import Row
 from .scan import scan_task
+from .siblingcount import Tally
 from .tasks import ConnKey, RankedFrame, Settings, rotated_frames, rotated_rows, task_rows, typed_rows
 
 if TYPE_CHECKING:
@@ -36,12 +37,18 @@ def plan_local(
     return decode_plan(tasks, scans, settings, file_schemas)
 
 
-def plan_rows(plan: Plan, typed: TypedOut | None = None) -> Iterator[Row]:
+def plan_rows(plan: Plan, typed: TypedOut | None = None, tallies: dict[int, Tally] | None = None) -> Iterator[Row]:
     """Every task's rows, in task order; with `typed`, each task also
-    writes its typed part files (numbered as the Spark tasks number them)."""
+    writes its typed part files (numbered as the Spark tasks number them);
+    with `tallies`, each counts its sibling protocols' messages there
+    (under the same numbers)."""
+
+    def tally(i: int) -> Tally | None:
+        return None if tallies is None else tallies.setdefault(i, {})
+
     for i, task in enumerate(plan.tasks):
         t = None if typed is None else typed.task(i)
-        yield from typed_rows(task_rows(task, plan.settings, t), t)
+        yield from typed_rows(task_rows(task, plan.settings, t, tally(i)), t)
     if plan.rotated:
         # The shuffle, in memory: each rotated connection's packets from all its files.
         frames: dict[ConnKey, list[RankedFrame]] = {}
@@ -50,7 +57,8 @@ def plan_rows(plan: Plan, typed: TypedOut | None = None) -> Iterator[Row]:
                 frames.setdefault(key, []).append(frame)
         for j, (key, group) in enumerate(plan.rotated.items()):
             t = None if typed is None else typed.task(len(plan.tasks) + j)
-            yield from typed_rows(rotated_rows(group, frames.get(key, []), plan.settings, t), t)
+            rows = rotated_rows(group, frames.get(key, []), plan.settings, t, tally(len(plan.tasks) + j))
+            yield from typed_rows(rows, t)
 
 
 def local_rows(
@@ -59,9 +67,10 @@ def local_rows(
     split_size: int = DEFAULT_SPLIT,
     file_schemas: Sequence[Schema] = (),
 ) -> Iterator[dict[str, Any]]:
-    """The rows of the inputs, each a dict of its columns (for readers and tests)."""
-    for row in plan_rows(plan_local(inputs, settings, split_size, file_schemas)):
-        yield row_dict(row)
+    """The rows of the inputs, each a dict of its columns as a reader of the
+    table gets them (timestamps as datetimes; for readers and tests)."""
+    for batch in local_batches(inputs, settings, split_size, file_schemas):
+        yield from batch.to_pylist()
 
 
 def local_batches(
@@ -85,8 +94,8 @@ def write_local(
     by pyarrow and Spark.  Returns (rows, problems)."""
     import pyarrow as pa
 
-    from .arrow import ARROW_SCHEMA, record_batches
-    from .tables import table_metadata
+    from .arrow import ARROW_SCHEMA, TEXT_SCHEMA, as_text_times, record_batches
+    from .messagefiles import file_schema
 
     if partition_by and fmt != "parquet":
         raise UsageProblem(f"--partition-by {partition_by}: -F {fmt} is partitioned on Spark only (parquet is without)")
@@ -111,9 +120,8 @@ def write_local(
         ds.write_dataset(
             counted(),
             out,
-            # Metadata Spark's writer cannot add: pandas' nullable dtypes for the
-            # nullable integer columns (tables.table_metadata).
-            schema=ARROW_SCHEMA.with_metadata(table_metadata(list(ARROW_SCHEMA))),
+            # What Spark's part files are given once written (messagefiles.py).
+            schema=ARROW_SCHEMA.with_metadata(file_schema(partition_by).metadata),
             format="parquet",
             file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
             partitioning=partitioning,
@@ -126,7 +134,7 @@ def write_local(
         with open(path, "wb") as f:
             if fmt == "jsonl":
                 for batch in counted():
-                    for row in batch.to_pylist():
+                    for row in as_text_times(batch).to_pylist():
                         # As Spark writes JSON: null columns left out.
                         text = json.dumps(
                             {k: v for k, v in row.items() if v is not None}, ensure_ascii=False, separators=(",", ":")
@@ -135,7 +143,7 @@ def write_local(
             else:
                 import pyarrow.csv as pcsv
 
-                with pcsv.CSVWriter(f, ARROW_SCHEMA) as writer:
+                with pcsv.CSVWriter(f, TEXT_SCHEMA) as writer:
                     for batch in counted():
-                        writer.write_batch(batch)
+                        writer.write_batch(as_text_times(batch))
     return counts[0], counts[1]

@@ -48,6 +48,7 @@ from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.inputs import input_events
 
 from .rows import Row, RowBuilder, Where
+from .siblingcount import Tally, count
 from .split import first_envelope
 
 if TYPE_CHECKING:
@@ -192,9 +193,11 @@ class RowSink(BaseSink):
         place: Callable[[StreamId, int | None], Where] | None = None,
         streams_only: bool = False,
         typed: TaskTables | None = None,
+        tally: Tally | None = None,
     ) -> None:
         self.source = source
         self.typed = typed
+        self.tally = tally  # stats: the sibling protocols' messages counted
         self.place = place  # where a row of a rotated connection is attributed
         self.streams_only = streams_only  # items of no stream (notes about a file) make no row
         self.builders: dict[StreamId | None, RowBuilder] = {}
@@ -222,8 +225,11 @@ class RowSink(BaseSink):
             return
         if isinstance(msg, Message):
             self.rows.append(self.builder(origin).message(msg, origin.time_ns))
-        elif self.typed is not None and isinstance(msg, ProtoMessage):  # a sibling's: its own table only
-            self.typed.sibling(self.builder(origin).where, origin.time_ns, msg)
+        elif isinstance(msg, ProtoMessage):  # a sibling's: its own table, its count only
+            if self.tally is not None:
+                count(self.tally, msg)
+            if self.typed is not None:
+                self.typed.sibling(self.builder(origin).where, origin.time_ns, msg)
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         if origin.stream is None and self.streams_only:
@@ -293,15 +299,18 @@ def _row(builder: RowBuilder, ev: Event) -> Row:
 # ------------------------------------------------------------------ captures
 
 
-def capture_rows(task: CaptureFile, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
+def capture_rows(
+    task: CaptureFile, settings: Settings, typed: TaskTables | None = None, tally: Tally | None = None
+) -> Iterator[Row]:
     rotated = task.rotated
 
     def want(stream: StreamId | None) -> bool:
         return stream is None or conn_key(stream) not in rotated
 
-    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, siblings=typed is not None)
+    siblings = typed is not None or tally is not None
+    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, siblings=siblings)
     events = settings.events(task.path)
-    return demux_rows(events, demux, RowSink(task.path, typed=typed).attach(demux))
+    return demux_rows(events, demux, RowSink(task.path, typed=typed, tally=tally).attach(demux))
 
 
 RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
@@ -330,7 +339,11 @@ def rotated_frames(task: RotatedPart, settings: Settings) -> Iterator[tuple[Conn
 
 
 def rotated_rows(
-    group: Rotated, frames: Iterable[RankedFrame], settings: Settings, typed: TaskTables | None = None
+    group: Rotated,
+    frames: Iterable[RankedFrame],
+    settings: Settings,
+    typed: TaskTables | None = None,
+    tally: Tally | None = None,
 ) -> Iterator[Row]:
     """One connection's packets from all its files, reassembled in capture
     order (file, then packet) as if they were one capture, and decoded."""
@@ -339,15 +352,20 @@ def rotated_rows(
     events: Iterator[CaptureEvent] = frame_events(
         ((t, lt, fr) for _r, _i, t, lt, fr in ordered), name, settings.capture_options()
     )
-    demux = ripple_demux(name, settings, DeltaMode.DECODE, siblings=typed is not None)
+    demux = ripple_demux(name, settings, DeltaMode.DECODE, siblings=typed is not None or tally is not None)
     # Notes about a file (no stream) are its CaptureFile task's.
-    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True, typed=typed).attach(demux))
+    sink = RowSink(name, group.where, streams_only=True, typed=typed, tally=tally)
+    return demux_rows(events, demux, sink.attach(demux))
 
 
-def task_rows(task: Task, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
+def task_rows(
+    task: Task, settings: Settings, typed: TaskTables | None = None, tally: Tally | None = None
+) -> Iterator[Row]:
+    """A task's rows; with `tally` (stats), its sibling protocols' messages
+    counted there (a raw stream is Ripple's only)."""
     if isinstance(task, RawRange):
         return raw_range_rows(task, settings, typed)
-    return capture_rows(task, settings, typed)
+    return capture_rows(task, settings, typed, tally)
 
 
 def typed_rows(rows: Iterator[Row], typed: TaskTables | None) -> Iterator[Row]:
