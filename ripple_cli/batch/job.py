@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.schema import Schema
 from ripple_cli.errors import EXIT_UNREADABLE, RippleError, UsageProblem
+from ripple_cli.sources.urls import is_url
 
 from .inputs import InputFile
 from .plan import Plan, decode_plan, scan_tasks
@@ -355,6 +356,9 @@ def _rotated_frame(
 
 
 def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
+    if is_url(out) and not out.startswith("file:"):
+        _write_by_url(frame, out, fmt, partition_by, overwrite)
+        return
     writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
     if partition_by:
         writer = writer.partitionBy(partition_by)
@@ -364,6 +368,37 @@ def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, o
         writer.json(out)
     else:
         writer.option("header", True).option("escape", '"').csv(out)
+
+
+def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
+    """Each task writes its partition's part files through pyarrow: Spark's
+    own writer would need the Hadoop connectors (hadoop-aws, the GCS
+    connector) that PySpark does not ship."""
+    from ripple_cli.sources.urls import remove
+
+    from .output import check_partitioning, write_table
+
+    check_partitioning(fmt, partition_by)
+    if overwrite:
+        remove(out)
+
+    def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        part = f"part-{context.partitionId() if context else 0:05d}"
+        n = [0]
+
+        def counted() -> Iterator[pa.RecordBatch]:
+            for b in batches:
+                n[0] += b.num_rows
+                yield b
+
+        write_table(counted(), out, fmt, partition_by, part)
+        yield pa.RecordBatch.from_pydict({"rows": [n[0]]})
+
+    frame.mapInArrow(write, "rows long").collect()
 
 
 # ------------------------------------------------------------------ progress

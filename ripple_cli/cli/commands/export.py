@@ -11,6 +11,7 @@ from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.cli.batch_options import batch_options
 from ripple_cli.cli.options import OutputPath
 from ripple_cli.errors import InputUnreadable, UsageProblem
+from ripple_cli.sources.urls import check_parent, exists, is_url
 from ripple_cli.terminal.environment import Environment
 
 FORMATS = ("parquet", "jsonl", "csv")
@@ -63,15 +64,18 @@ def export(
         partition_by = DEFAULT_PARTITION if fmt == "parquet" else "none"
     if partition_by != "none" and partition_by not in COLUMN_NAMES:
         raise UsageProblem(f"--partition-by: {partition_by!r} is not a column (columns: {', '.join(COLUMN_NAMES)})")
-    if os.path.exists(out) and not overwrite:
+    if exists(out) and not overwrite:
         raise InputUnreadable(f"{out}: already exists (--overwrite replaces it)")
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise InputUnreadable(f"{out}: directory {parent} does not exist")
+    if is_url(out):
+        check_parent(out)
+    else:
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent):
+            raise InputUnreadable(f"{out}: directory {parent} does not exist")
     run = BatchRun(env, batch)
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.
-    where = os.path.abspath(out)
+    where = out if is_url(out) else os.path.abspath(out)
     if run.without_spark("export"):
         from ripple_cli.batch.local import write_local
 
