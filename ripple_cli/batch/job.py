@@ -395,7 +395,7 @@ def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None
                 n[0] += b.num_rows
                 yield b
 
-        write_table(counted(), out, fmt, partition_by, part)
+        write_table(counted(), out, fmt, partition_by, part, empty=False)
         yield pa.RecordBatch.from_pydict({"rows": [n[0]]})
 
     frame.mapInArrow(write, "rows long").collect()

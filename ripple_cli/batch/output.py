@@ -7,6 +7,7 @@ files (PySpark ships no S3 or GCS connector for Spark's own writer)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
@@ -26,11 +27,17 @@ def check_partitioning(fmt: str, partition_by: str | None) -> None:
 
 
 def write_table(
-    batches: Iterable[pa.RecordBatch], out: str, fmt: str, partition_by: str | None, part: str = "part-00000"
+    batches: Iterable[pa.RecordBatch],
+    out: str,
+    fmt: str,
+    partition_by: str | None,
+    part: str = "part-00000",
+    empty: bool = True,
 ) -> None:
     """The batches as part files named PART... under OUT (created if
     need be; other part files already there are left: each Spark task
-    writes its own)."""
+    writes its own).  `empty`: a JSON or CSV part file even for no rows
+    (the one file of an in-process run), or none (a Spark task's)."""
     import pyarrow as pa
 
     from .arrow import ARROW_SCHEMA
@@ -56,6 +63,11 @@ def write_table(
             )
             return
         fs.create_dir(path, recursive=True)
+        batches = (b for b in batches if b.num_rows)
+        first = next(batches, None)
+        if first is None and not empty:
+            return
+        batches = itertools.chain([first] if first is not None else [], batches)
         with fs.open_output_stream(f"{path.rstrip('/')}/{part}.{EXTENSIONS[fmt]}") as f:
             if fmt == "jsonl":
                 for line in _json_lines(batches):

@@ -69,21 +69,21 @@ def parse(spec: str) -> Url:
     return Url(scheme, rest)
 
 
-def _s3_settings() -> tuple[str | None, str | None]:
-    """(endpoint, region) from the environment, read on each call: an
-    executor's environment is its own."""
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
-    return endpoint, region
+def _s3_settings() -> tuple[tuple[str, str], ...]:
+    """The AWS variables, read on each call (an executor's environment is
+    its own): a filesystem made with others is not reused."""
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
 
 
 @lru_cache(maxsize=16)
-def _filesystem(scheme: str, authority: str, s3: tuple[str | None, str | None]) -> pafs.FileSystem:
+def _filesystem(scheme: str, authority: str, aws: tuple[tuple[str, str], ...]) -> pafs.FileSystem:
     import pyarrow.fs as pafs
 
     try:
         if scheme == "s3":
-            endpoint, region = s3
+            env = dict(aws)
+            endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+            region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
             kwargs: dict[str, object] = {"region": region or "us-east-1"}
             if endpoint:
                 m = _URL.match(endpoint)
