@@ -20,7 +20,12 @@ DEFAULT_PARTITION = "event_hour"
 
 @click.command()
 @click.option(
-    "--output", "-o", "out", required=True, type=OutputPath(), help="The directory to write (Spark's part files)."
+    "--output",
+    "-o",
+    "out",
+    required=True,
+    type=OutputPath(),
+    help="The directory to write (Spark's part files): a path or a URL (s3://, gs://, hdfs://, file://).",
 )
 @click.option(
     "--format",
