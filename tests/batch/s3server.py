@@ -6,7 +6,6 @@ endpoint, through the standard AWS variables (S3Server.env)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -17,18 +16,13 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from tests.batch.standalone import wait_for
+from tests.tap.tapkit import free_port
 
 # Any key does for moto; what matters is that ripple takes them from the
 # standard variables.
 ACCESS_KEY = "AKIATESTRIPPLE000001"
 SECRET_KEY = "ripple-test-secret"
 REGION = "us-east-1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
