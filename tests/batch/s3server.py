@@ -67,10 +67,14 @@ class S3Server:
             self.proc.wait()
 
 
-def start_s3(log: Path) -> S3Server:
+def start_s3(log: Path, checks_credentials: bool = False) -> S3Server:
+    """`checks_credentials`: moto's IAM checks on from the first request,
+    so that every access key (none is known) is refused."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    if checks_credentials:
+        env["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
@@ -81,8 +85,10 @@ def start_s3(log: Path) -> S3Server:
 
     def answers() -> bool | None:
         try:
-            with urllib.request.urlopen(endpoint + "/", timeout=5) as r:
-                return r.status == 200 or None
+            with urllib.request.urlopen(endpoint + "/", timeout=5):
+                return True
+        except urllib.error.HTTPError:  # an answer all the same (a server that checks credentials)
+            return True
         except (urllib.error.URLError, OSError):
             return None
 

@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from ripple_cli.batch.rows import COLUMN_NAMES
-from tests.batch.s3server import S3Server
+from tests.batch.s3server import S3Server, start_s3
 from tests.batch.standalone import Standalone
 from tests.batch.test_cluster import cluster_args, ripple
 from tests.batch.test_spark_export import _sorted, in_process_rows, table_rows, text_table_rows
@@ -162,6 +162,19 @@ def test_errors_are_one_line(s3_inputs: str, aws: dict[str, str], args: list[str
     res = run_cli(args)
     assert res.code == code, res.stderr
     assert res.stderr == f"ripple: {says}\n"
+
+
+def test_refused_credentials_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that checks credentials (and knows none): exit 3, one line."""
+    server = start_s3(tmp_path / "moto.log", checks_credentials=True)
+    try:
+        for k, v in server.env.items():
+            monkeypatch.setenv(k, v)
+        res = run_cli(["stats", "s3://captures/day1/"])
+        assert res.code == 3, res.stderr
+        assert res.stderr == "ripple: s3://captures/day1/: access denied (check the credentials)\n"
+    finally:
+        server.stop()
 
 
 def test_export_and_stats_from_s3_on_the_standalone_cluster(
