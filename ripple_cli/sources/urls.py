@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ripple_cli.errors import InputUnreadable, UsageProblem
 
@@ -28,6 +28,15 @@ _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # The scheme as pyarrow knows it.
 SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "hdfs": "hdfs", "file": "file"}
 _GLOB_CHARS = frozenset("*?[")
+
+
+def _pafs() -> Any:
+    """pyarrow.fs, or the one line that says which extra brings it."""
+    try:
+        import pyarrow.fs as pafs
+    except ImportError:
+        raise UsageProblem("inputs and outputs by URL need pyarrow: pip install 'ripple-cli[arrow]'") from None
+    return pafs
 
 
 def is_url(spec: str) -> bool:
@@ -77,7 +86,7 @@ def _s3_settings() -> tuple[tuple[str, str], ...]:
 
 @lru_cache(maxsize=16)
 def _filesystem(scheme: str, authority: str, aws: tuple[tuple[str, str], ...]) -> pafs.FileSystem:
-    import pyarrow.fs as pafs
+    pafs = _pafs()
 
     try:
         if scheme == "s3":
@@ -158,7 +167,7 @@ def _hidden(path: str, base: str) -> bool:
 
 def _walk(url: Url) -> list[Found]:
     """The files under a directory (a prefix), sorted, hidden ones skipped."""
-    import pyarrow.fs as pafs
+    pafs = _pafs()
 
     base = _fs_path(url)
     try:
@@ -205,7 +214,7 @@ def _glob(url: Url) -> list[Found]:
 
 
 def _walk_all(url: Url) -> list[Found]:
-    import pyarrow.fs as pafs
+    pafs = _pafs()
 
     info = _info(url)
     return _walk(url) if info.type == pafs.FileType.Directory else []
@@ -214,7 +223,7 @@ def _walk_all(url: Url) -> list[Found]:
 def discover_url(spec: str) -> list[Found]:
     """The files a URL names: a file, every file under a prefix (a
     directory), or a glob's matches; sorted."""
-    import pyarrow.fs as pafs
+    pafs = _pafs()
 
     url = parse(spec)
     info = _info(url)
@@ -232,7 +241,7 @@ def discover_url(spec: str) -> list[Found]:
 
 
 def _check_bucket(url: Url, spec: str) -> None:
-    import pyarrow.fs as pafs
+    pafs = _pafs()
 
     if SCHEMES[url.scheme] in ("s3", "gs"):
         bucket = url.path.split("/", 1)[0]
@@ -264,7 +273,7 @@ def open_input(path: str) -> BinaryIO:
 def destination(spec: str) -> tuple[pafs.FileSystem, str]:
     """Where an output named by a local path or a URL goes: the filesystem
     and its path (a local path made absolute)."""
-    import pyarrow.fs as pafs
+    pafs = _pafs()
 
     if not is_url(spec):
         return pafs.LocalFileSystem(), os.path.abspath(spec)
@@ -273,17 +282,16 @@ def destination(spec: str) -> tuple[pafs.FileSystem, str]:
 
 
 def exists(spec: str) -> bool:
-    import pyarrow.fs as pafs
-
     if not is_url(spec):
         return os.path.exists(spec)
+    pafs = _pafs()
     return bool(_info(parse(spec)).type != pafs.FileType.NotFound)
 
 
 def check_parent(spec: str) -> None:
     """That an output's bucket (or parent directory) is there: the error
     before the job, not after it."""
-    import pyarrow.fs as pafs
+    pafs = _pafs()
 
     url = parse(spec)
     if SCHEMES[url.scheme] in ("s3", "gs"):
@@ -296,7 +304,7 @@ def check_parent(spec: str) -> None:
 
 def remove(spec: str) -> None:
     """An output replaced (--overwrite): a directory with what it holds, or a file."""
-    import pyarrow.fs as pafs
+    pafs = _pafs()
 
     fs, path = destination(spec)
     try:
