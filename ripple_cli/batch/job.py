@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.schema import Schema
 from ripple_cli.errors import EXIT_UNREADABLE, RippleError, UsageProblem
+from ripple_cli.sources.urls import is_url
 
 from .inputs import InputFile
 from .plan import Plan, decode_plan, scan_tasks
@@ -424,6 +425,9 @@ TEXT_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 
 
 def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
+    if is_url(out) and not out.startswith("file:"):
+        _write_by_url(frame, out, fmt, partition_by, overwrite)
+        return
     spark = frame.sparkSession
     writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
     if partition_by:
@@ -452,8 +456,12 @@ def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, o
 def _rewrite_parts(spark: SparkSession, out: str, partition_by: str | None) -> None:
     """Spark's part files written again by pyarrow, on the executors, as
     the in-process writer writes them (messagefiles.py)."""
+    from ripple_cli.sources.urls import destination, is_url
+
     from .messagefiles import part_files, rewrite
 
+    if is_url(out):  # file://, as Spark took it: the files are local
+        out = destination(out)[1]
     paths = list(part_files(out))
     if paths:
         sc = spark.sparkContext
@@ -461,6 +469,37 @@ def _rewrite_parts(spark: SparkSession, out: str, partition_by: str | None) -> N
         sc.parallelize(paths, min(len(paths), max(1, sc.defaultParallelism))).foreach(
             lambda path: rewrite(path, partition_by)
         )
+
+
+def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
+    """Each task writes its partition's part files through pyarrow: Spark's
+    own writer would need the Hadoop connectors (hadoop-aws, the GCS
+    connector) that PySpark does not ship."""
+    from ripple_cli.sources.urls import remove
+
+    from .output import check_partitioning, write_table
+
+    check_partitioning(fmt, partition_by)
+    if overwrite:
+        remove(out)
+
+    def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        part = f"part-{context.partitionId() if context else 0:05d}"
+        n = [0]
+
+        def counted() -> Iterator[pa.RecordBatch]:
+            for b in batches:
+                n[0] += b.num_rows
+                yield b
+
+        write_table(counted(), out, fmt, partition_by, part, empty=False)
+        yield pa.RecordBatch.from_pydict({"rows": [n[0]]})
+
+    frame.mapInArrow(write, "rows long").collect()
 
 
 # ------------------------------------------------------------------ progress

@@ -4,14 +4,10 @@ with, and the in-process column of `make bench-spark`."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.schema import Schema
-from ripple_cli.errors import UsageProblem
 
 from .inputs import InputFile
 from .plan import DEFAULT_SPLIT, Plan, decode_plan, scan_tasks
@@ -88,17 +84,14 @@ def local_batches(
 def write_local(
     plan: Plan, out: str, fmt: str, partition_by: str | None, overwrite: bool, typed: TypedOut | None = None
 ) -> tuple[int, int]:
-    """`export` without Spark: the rows written to the directory OUT as
-    Spark would lay them out (part files; a partition column as
-    COLUMN=VALUE directories, left out of the files), read back the same
-    by pyarrow and Spark.  Returns (rows, problems)."""
-    import pyarrow as pa
+    """`export` without Spark: the rows written to OUT, a local directory
+    or one by URL (output.write_table).  Returns (rows, problems)."""
+    from ripple_cli.sources.urls import remove
 
-    from .arrow import ARROW_SCHEMA, TEXT_SCHEMA, as_text_times, record_batches
-    from .messagefiles import file_schema
+    from .arrow import record_batches
+    from .output import check_partitioning, write_table
 
-    if partition_by and fmt != "parquet":
-        raise UsageProblem(f"--partition-by {partition_by}: -F {fmt} is partitioned on Spark only (parquet is without)")
+    check_partitioning(fmt, partition_by)
     counts = [0, 0]
 
     def counted() -> Iterator[pa.RecordBatch]:
@@ -107,43 +100,7 @@ def write_local(
             counts[1] += batch.num_rows - batch.column("problem").null_count
             yield batch
 
-    if overwrite and os.path.isdir(out):
-        shutil.rmtree(out)
-    elif overwrite and os.path.exists(out):
-        os.remove(out)
-    if fmt == "parquet":
-        import pyarrow.dataset as ds
-
-        partitioning = None
-        if partition_by:
-            partitioning = ds.partitioning(pa.schema([ARROW_SCHEMA.field(partition_by)]), flavor="hive")
-        ds.write_dataset(
-            counted(),
-            out,
-            # What Spark's part files are given once written (messagefiles.py).
-            schema=ARROW_SCHEMA.with_metadata(file_schema(partition_by).metadata),
-            format="parquet",
-            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
-            partitioning=partitioning,
-            basename_template="part-{i}.parquet",
-            existing_data_behavior="error",
-        )
-    else:
-        os.makedirs(out)
-        path = os.path.join(out, "part-00000." + ("json" if fmt == "jsonl" else "csv"))
-        with open(path, "wb") as f:
-            if fmt == "jsonl":
-                for batch in counted():
-                    for row in as_text_times(batch).to_pylist():
-                        # As Spark writes JSON: null columns left out.
-                        text = json.dumps(
-                            {k: v for k, v in row.items() if v is not None}, ensure_ascii=False, separators=(",", ":")
-                        )
-                        f.write(text.encode() + b"\n")
-            else:
-                import pyarrow.csv as pcsv
-
-                with pcsv.CSVWriter(f, TEXT_SCHEMA) as writer:
-                    for batch in counted():
-                        writer.write_batch(as_text_times(batch))
+    if overwrite:
+        remove(out)
+    write_table(counted(), out, fmt, partition_by)
     return counts[0], counts[1]

@@ -46,6 +46,7 @@ from ripple_cli.protocols.registry import AUTO
 from ripple_cli.protocols.ripple.decoder import Event, StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.inputs import input_events
+from ripple_cli.sources.urls import is_url, open_input
 
 from .rows import Row, RowBuilder, Where
 from .siblingcount import Tally, count
@@ -89,8 +90,8 @@ class Settings:
     cwd: str = ""
 
     def file(self, path: str) -> str:
-        """Where to open the input named `path`."""
-        return os.path.join(self.cwd, path)
+        """Where to open the input named `path` (a URL as it is)."""
+        return path if is_url(path) else os.path.join(self.cwd, path)
 
     def registry(self) -> SchemaRegistry:
         registry = SchemaRegistry()
@@ -255,7 +256,7 @@ def raw_range_rows(task: RawRange, settings: Settings, typed: TaskTables | None 
     """The rows of the messages and problems that start in [start, end)."""
     if task.start >= task.end:
         return
-    with open(settings.file(task.path), "rb") as f:
+    with open_input(settings.file(task.path)) as f:
 
         def read(offset: int, n: int) -> bytes:
             f.seek(offset)
@@ -318,7 +319,7 @@ RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file,
 
 def read_frames(path: str) -> Iterator[tuple[int, int, bytes]]:
     """The frames of a capture (notes about the file are the CaptureFile task's)."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         head = f.read(4)
         fmt = sniff_format(head)
         reader = read_pcap(f, head) if fmt == "pcap" else read_pcapng(f, head) if fmt == "pcapng" else iter(())

@@ -188,9 +188,16 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_stats_plot_writes_three_pngs(by_type: tuple[Report, Path]) -> None:
+def test_stats_plot_writes_three_pngs_and_svgs(by_type: tuple[Report, Path]) -> None:
     directory = by_type[1]
-    assert sorted(p.name for p in directory.iterdir()) == ["gaps.png", "rate.png", "watermark_lag.png"]
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "gaps.png",
+        "gaps.svg",
+        "rate.png",
+        "rate.svg",
+        "watermark_lag.png",
+        "watermark_lag.svg",
+    ]
     for name in ("rate.png", "watermark_lag.png", "gaps.png"):
         assert png_size(directory / name) == (1000, 450), name  # 10 x 4.5 inches at 100 dpi
 
