@@ -91,7 +91,8 @@ bench-deps:
 	./scripts/bench-deps.sh
 
 # The Spark pipeline on a generated stream of at least 1 GB (cached in .bench/):
-# in-process decode, local[1] and local[2] side by side.
+# in-process decode, local[1], local[2] and a two-worker standalone cluster
+# (started for the run) side by side.
 bench-spark: $(STAMP) system-deps
 	$(BIN)/python bench/bench_spark.py
 

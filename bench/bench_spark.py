@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The Spark pipeline side by side in one run: in-process decode, local[1]
-and local[2], on one generated raw stream of at least 1 GB.
+"""The Spark pipeline side by side in one run: in-process decode, local[1],
+local[2] and a two-worker standalone cluster, on one generated raw stream
+of at least 1 GB.
 
     make bench-spark                              # or: python bench/bench_spark.py --count 2000000
 
@@ -12,6 +13,10 @@ Each workload decodes every message into export's rows and writes Parquet:
                process (ripple_cli.batch.local), Arrow batches written with pyarrow
   local[1]     `ripple export --master local[1]` (embedded Spark, one task at a time)
   local[2]     `ripple export --master local[2]`
+  standalone   `ripple export --master spark://...` on a standalone master and
+               two workers of one core each, started on this machine for the
+               run (tests/batch/standalone.py: separate JVMs, as on a
+               cluster; the executors read the stream by its path)
 
 Times are wall times of whole runs; Spark's include starting the JVM (a
 few seconds).  The goal (issue 4): local[2] at least 1.7x local[1].
@@ -55,12 +60,31 @@ def in_process(path: Path, out: Path, split: int) -> tuple[float, int]:
     return time.perf_counter() - t, rows
 
 
-def spark(path: Path, out: Path, master: str, split: int) -> float:
+def spark(path: Path, out: Path, master: str, split: int, extra: tuple[str, ...] = ()) -> float:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [str(ROOT / ".venv" / "bin" / "ripple"), "export", "-q", "--master", master, "--split-size", str(split)]
     t = time.perf_counter()
-    subprocess.run([*cmd, "-o", str(out), str(path)], check=True)
+    subprocess.run([*cmd, *extra, "-o", str(out), str(path)], check=True)
     return time.perf_counter() - t
+
+
+def standalone(path: Path, out: Path, split: int) -> float:
+    """The export on a two-worker standalone cluster started for it (its
+    start is not timed: a cluster is up before a job is submitted)."""
+    from tests.batch.standalone import start_standalone
+
+    base = WORK / "standalone"
+    shutil.rmtree(base, ignore_errors=True)
+    cluster = start_standalone(base, workers=2, worker_memory="2g")
+    try:
+        conf = (
+            f"spark.pyspark.python={sys.executable}",
+            "spark.executor.memory=1g",
+            "spark.driver.memory=1g",
+        )
+        return spark(path, out, cluster.master, split, tuple(a for c in conf for a in ("--conf", c)))
+    finally:
+        cluster.stop()
 
 
 def parquet_rows(out: Path) -> int:
@@ -90,6 +114,8 @@ def main() -> None:
         out = WORK / f"spark-{master.removeprefix('local[').removesuffix(']')}"
         t = spark(stream, out, master, args.split_size)
         results.append((master, t, parquet_rows(out)))
+    out = WORK / "spark-standalone"
+    results.append(("standalone", standalone(stream, out, args.split_size), parquet_rows(out)))
 
     print()
     print(f"{'workload':<12} {'seconds':>9} {'MB/s':>8} {'msgs/s':>10} {'rows':>12}")
@@ -98,7 +124,8 @@ def main() -> None:
     ratio = results[1][1] / results[2][1]
     print()
     print(f"local[2] / local[1]: {ratio:.2f}x (goal {GOAL}x: {'met' if ratio >= GOAL else 'not met'})")
-    print(f"same rows in all three: {'yes' if len({n for _, _, n in results}) == 1 else 'NO'}")
+    print(f"standalone (2 workers) / local[2]: {results[2][1] / results[3][1]:.2f}x")
+    print(f"same rows in all four: {'yes' if len({n for _, _, n in results}) == 1 else 'NO'}")
 
 
 if __name__ == "__main__":

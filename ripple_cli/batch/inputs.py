@@ -1,4 +1,5 @@
 """The inputs of a batch run: files, directories (walked, sorted) and globs,
+local or by URL (s3://, gs://, hdfs://, file://: a prefix is a directory),
 each told raw stream, pcap or pcapng by its first bytes, as decode does."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 from ripple_cli.capture.formats import MAGIC_SIZE, sniff_format
 from ripple_cli.errors import InputUnreadable, UsageProblem
+from ripple_cli.sources.urls import discover_url, is_url, open_url
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -26,6 +28,9 @@ class InputFile:
 
 
 def _kind(path: str) -> str:
+    if is_url(path):
+        with open_url(path) as f:
+            return sniff_format(f.read(MAGIC_SIZE))
     try:
         with open(path, "rb") as f:
             head = f.read(MAGIC_SIZE)
@@ -48,11 +53,13 @@ def discover(specs: Iterable[str]) -> list[InputFile]:
     """Every file the specs name, once each, in the order given (a
     directory's files sorted; a glob's matches sorted).  Hidden files in
     directories are skipped; an empty file is kept (it yields no rows)."""
-    paths: list[str] = []
+    paths: list[str | InputFile] = []  # local paths, and files found by URL
     for spec in specs:
         if spec == "-":
             raise UsageProblem("export and stats read files, not stdin (-): save the stream to a file first")
-        if os.path.isdir(spec):
+        if is_url(spec):
+            paths.extend(InputFile(f.name, f.size, "") for f in discover_url(spec))
+        elif os.path.isdir(spec):
             paths.extend(_walk(spec))
         elif os.path.exists(spec):
             paths.append(spec)
@@ -67,6 +74,11 @@ def discover(specs: Iterable[str]) -> list[InputFile]:
     seen: set[str] = set()
     out: list[InputFile] = []
     for p in paths:
+        if isinstance(p, InputFile):
+            if p.path not in seen:
+                seen.add(p.path)
+                out.append(InputFile(p.path, p.size, _kind(p.path)))
+            continue
         real = os.path.realpath(p)
         if real in seen or not os.path.isfile(p):
             continue

@@ -12,6 +12,7 @@ order (tasks.rotated_rows).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import pickle
 import re
@@ -26,11 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.schema import Schema
 from ripple_cli.errors import EXIT_UNREADABLE, RippleError, UsageProblem
+from ripple_cli.sources.urls import is_url
 
 from .inputs import InputFile
 from .plan import Plan, decode_plan, scan_tasks
-from .rows import COLUMNS, PROBLEM, Row
+from .rows import COLUMNS, PROBLEM, TIMESTAMPS, Row
 from .scan import ScanResult, scan_task
+from .siblingcount import Tally
 from .stats import STATS_COLUMNS, Record, StatsOptions, Timelines, report_and_timelines
 from .tasks import RotatedPart, Settings, Task, rotated_frames, rotated_rows, task_rows, typed_rows
 
@@ -52,7 +55,13 @@ class SparkFailed(RippleError):
 def spark_types() -> Any:
     from pyspark.sql import types as T
 
-    names = {"string": T.StringType(), "int32": T.IntegerType(), "int64": T.LongType(), "bool": T.BooleanType()}
+    names = {
+        "string": T.StringType(),
+        "int32": T.IntegerType(),
+        "int64": T.LongType(),
+        "bool": T.BooleanType(),
+        "timestamp": T.TimestampType(),
+    }
     return T.StructType([T.StructField(name, names[t], True) for name, t in COLUMNS])
 
 
@@ -280,23 +289,44 @@ def plan_on_spark(
     return decode_plan(tasks, scans, settings, file_schemas)
 
 
+class _ByTask:
+    """An accumulator of each task's sibling counts under its number: a
+    task run again replaces its own (siblingcount.py)."""
+
+    def zero(self, value: dict[int, Tally]) -> dict[int, Tally]:
+        return {}
+
+    def addInPlace(self, a: dict[int, Tally], b: dict[int, Tally]) -> dict[int, Tally]:
+        a.update(b)
+        return a
+
+
 class Counters:
-    """Rows and problems made by the tasks, counted as they go (Spark
+    """Rows and problems made by the tasks, counted as they go, and with
+    `siblings` (stats) each task's sibling protocols' messages (Spark
     accumulators: read them once the job that used the frame is done)."""
 
     def __init__(self, spark: SparkSession) -> None:
+        from pyspark.accumulators import AccumulatorParam
+
         self.rows = spark.sparkContext.accumulator(0)
         self.problems = spark.sparkContext.accumulator(0)
+        param = type("ByTask", (_ByTask, AccumulatorParam), {})()
+        self.siblings = spark.sparkContext.accumulator({}, param)
 
     @property
     def messages(self) -> int:
         return int(self.rows.value - self.problems.value)
 
 
-def rows_frame(spark: SparkSession, plan: Plan, typed: TypedOut | None = None) -> tuple[DataFrame, Counters]:
+def rows_frame(
+    spark: SparkSession, plan: Plan, typed: TypedOut | None = None, siblings: bool = False
+) -> tuple[DataFrame, Counters]:
     """The decoded rows as a DataFrame (lazy: nothing runs until it is used).
     With `typed`, each task also writes its typed tables' part files, from
-    the executor, as the frame is computed (export runs it once)."""
+    the executor, as the frame is computed (export runs it once); with
+    `siblings`, each counts its sibling protocols' messages
+    (Counters.siblings)."""
     from pyspark.sql import types as T
 
     settings = plan.settings
@@ -311,7 +341,7 @@ def rows_frame(spark: SparkSession, plan: Plan, typed: TypedOut | None = None) -
     )
 
     counters = Counters(spark)
-    n_rows, n_problems = counters.rows, counters.problems
+    n_rows, n_problems, n_siblings = counters.rows, counters.problems, counters.siblings
 
     def decode(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from ripple_cli.batch.arrow import record_batches
@@ -320,26 +350,45 @@ def rows_frame(spark: SparkSession, plan: Plan, typed: TypedOut | None = None) -
             for i, blob in zip(batch.column("i").to_pylist(), batch.column("task").to_pylist(), strict=True):
                 task: Task = pickle.loads(blob)
                 t = None if typed is None else typed.task(i)
-                for out in record_batches(typed_rows(task_rows(task, settings, t), t)):
+                tally: Tally | None = {} if siblings else None
+                for out in record_batches(typed_rows(task_rows(task, settings, t, tally), t)):
                     n_rows.add(out.num_rows)
                     n_problems.add(out.num_rows - out.column("problem").null_count)
                     yield out
+                if tally is not None:
+                    n_siblings.add({i: tally})
 
     frame: DataFrame = tasks_df.mapInArrow(decode, schema)
     if plan.rotated:
-        frame = frame.unionByName(_rotated_frame(spark, plan.rotated_parts, plan, schema, counters, typed))
+        rotated = _rotated_frame(spark, plan.rotated_parts, plan, schema, counters, typed, siblings)
+        frame = frame.unionByName(rotated)
     return frame, counters
 
 
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
 def _count(counters: Counters, row: Row) -> Row:
+    """A rotated connection's row, counted, as createDataFrame takes it (its
+    timestamps as datetimes, from the microseconds, exactly)."""
     counters.rows.add(1)
     if row[PROBLEM] is not None:
         counters.problems.add(1)
-    return row
+    values = list(row)
+    for i in TIMESTAMPS:
+        if values[i] is not None:
+            values[i] = _EPOCH + datetime.timedelta(microseconds=values[i])
+    return tuple(values)
 
 
 def _rotated_frame(
-    spark: SparkSession, parts: list[RotatedPart], plan: Plan, schema: Any, counters: Counters, typed: TypedOut | None
+    spark: SparkSession,
+    parts: list[RotatedPart],
+    plan: Plan,
+    schema: Any,
+    counters: Counters,
+    typed: TypedOut | None,
+    siblings: bool,
 ) -> DataFrame:
     """Rotated connections: each file's packets of them, shuffled by
     connection, reassembled in capture order."""
@@ -348,9 +397,14 @@ def _rotated_frame(
     # Typed part files numbered after the tasks', as in-process (local.plan_rows).
     numbers = {key: len(plan.tasks) + j for j, key in enumerate(groups)}
 
+    n_siblings = counters.siblings
+
     def connection_rows(key: Any, frames: Any) -> Iterator[Row]:
         t = None if typed is None else typed.task(numbers[key])
-        return typed_rows(rotated_rows(groups[key], frames, settings, t), t)
+        tally: Tally | None = {} if siblings else None
+        yield from typed_rows(rotated_rows(groups[key], frames, settings, t, tally), t)
+        if tally is not None:
+            n_siblings.add({numbers[key]: tally})
 
     sc = spark.sparkContext
     rows = (
@@ -366,18 +420,86 @@ def _rotated_frame(
 # ------------------------------------------------------------------ export
 
 
+# Timestamps in JSON lines and CSV: RFC 3339, microseconds, UTC (as arrow.TEXT_TIMESTAMP).
+TEXT_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
+
+
 def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
+    if is_url(out) and not out.startswith("file:"):
+        _write_by_url(frame, out, fmt, partition_by, overwrite)
+        return
+    spark = frame.sparkSession
     writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
-    if fmt == "parquet":
-        writer = writer.option("compression", "zstd")
     if partition_by:
         writer = writer.partitionBy(partition_by)
     if fmt == "parquet":
-        writer.parquet(out)
-    elif fmt == "jsonl":
+        # Timestamps as Parquet's microseconds (not Spark's default INT96).
+        key = "spark.sql.parquet.outputTimestampType"
+        before = spark.conf.get(key)
+        spark.conf.set(key, "TIMESTAMP_MICROS")
+        try:
+            writer.option("compression", "zstd").parquet(out)
+        finally:
+            if before is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, before)
+        _rewrite_parts(spark, out, partition_by)
+        return
+    writer = writer.option("timeZone", "UTC").option("timestampFormat", TEXT_TIMESTAMP)
+    if fmt == "jsonl":
         writer.json(out)
     else:
         writer.option("header", True).option("escape", '"').csv(out)
+
+
+def _rewrite_parts(spark: SparkSession, out: str, partition_by: str | None) -> None:
+    """Spark's part files written again by pyarrow, on the executors, as
+    the in-process writer writes them (messagefiles.py)."""
+    from ripple_cli.sources.urls import destination, is_url
+
+    from .messagefiles import part_files, rewrite
+
+    if is_url(out):  # file://, as Spark took it: the files are local
+        out = destination(out)[1]
+    paths = list(part_files(out))
+    if paths:
+        sc = spark.sparkContext
+        sc.setJobDescription("ripple: the table's metadata")
+        sc.parallelize(paths, min(len(paths), max(1, sc.defaultParallelism))).foreach(
+            lambda path: rewrite(path, partition_by)
+        )
+
+
+def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
+    """Each task writes its partition's part files through pyarrow: Spark's
+    own writer would need the Hadoop connectors (hadoop-aws, the GCS
+    connector) that PySpark does not ship."""
+    from ripple_cli.sources.urls import remove
+
+    from .output import check_partitioning, write_table
+
+    check_partitioning(fmt, partition_by)
+    if overwrite:
+        remove(out)
+
+    def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        part = f"part-{context.partitionId() if context else 0:05d}"
+        n = [0]
+
+        def counted() -> Iterator[pa.RecordBatch]:
+            for b in batches:
+                n[0] += b.num_rows
+                yield b
+
+        write_table(counted(), out, fmt, partition_by, part, empty=False)
+        yield pa.RecordBatch.from_pydict({"rows": [n[0]]})
+
+    frame.mapInArrow(write, "rows long").collect()
 
 
 # ------------------------------------------------------------------ progress

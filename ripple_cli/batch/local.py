@@ -4,19 +4,16 @@ with, and the in-process column of `make bench-spark`."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.schema import Schema
-from ripple_cli.errors import UsageProblem
 
 from .inputs import InputFile
 from .plan import DEFAULT_SPLIT, Plan, decode_plan, scan_tasks
-from .rows import Row, row_dict
+from .rows import Row
 from .scan import scan_task
+from .siblingcount import Tally
 from .tasks import ConnKey, RankedFrame, Settings, rotated_frames, rotated_rows, task_rows, typed_rows
 
 if TYPE_CHECKING:
@@ -36,12 +33,18 @@ def plan_local(
     return decode_plan(tasks, scans, settings, file_schemas)
 
 
-def plan_rows(plan: Plan, typed: TypedOut | None = None) -> Iterator[Row]:
+def plan_rows(plan: Plan, typed: TypedOut | None = None, tallies: dict[int, Tally] | None = None) -> Iterator[Row]:
     """Every task's rows, in task order; with `typed`, each task also
-    writes its typed part files (numbered as the Spark tasks number them)."""
+    writes its typed part files (numbered as the Spark tasks number them);
+    with `tallies`, each counts its sibling protocols' messages there
+    (under the same numbers)."""
+
+    def tally(i: int) -> Tally | None:
+        return None if tallies is None else tallies.setdefault(i, {})
+
     for i, task in enumerate(plan.tasks):
         t = None if typed is None else typed.task(i)
-        yield from typed_rows(task_rows(task, plan.settings, t), t)
+        yield from typed_rows(task_rows(task, plan.settings, t, tally(i)), t)
     if plan.rotated:
         # The shuffle, in memory: each rotated connection's packets from all its files.
         frames: dict[ConnKey, list[RankedFrame]] = {}
@@ -50,7 +53,8 @@ def plan_rows(plan: Plan, typed: TypedOut | None = None) -> Iterator[Row]:
                 frames.setdefault(key, []).append(frame)
         for j, (key, group) in enumerate(plan.rotated.items()):
             t = None if typed is None else typed.task(len(plan.tasks) + j)
-            yield from typed_rows(rotated_rows(group, frames.get(key, []), plan.settings, t), t)
+            rows = rotated_rows(group, frames.get(key, []), plan.settings, t, tally(len(plan.tasks) + j))
+            yield from typed_rows(rows, t)
 
 
 def local_rows(
@@ -59,9 +63,10 @@ def local_rows(
     split_size: int = DEFAULT_SPLIT,
     file_schemas: Sequence[Schema] = (),
 ) -> Iterator[dict[str, Any]]:
-    """The rows of the inputs, each a dict of its columns (for readers and tests)."""
-    for row in plan_rows(plan_local(inputs, settings, split_size, file_schemas)):
-        yield row_dict(row)
+    """The rows of the inputs, each a dict of its columns as a reader of the
+    table gets them (timestamps as datetimes; for readers and tests)."""
+    for batch in local_batches(inputs, settings, split_size, file_schemas):
+        yield from batch.to_pylist()
 
 
 def local_batches(
@@ -79,17 +84,14 @@ def local_batches(
 def write_local(
     plan: Plan, out: str, fmt: str, partition_by: str | None, overwrite: bool, typed: TypedOut | None = None
 ) -> tuple[int, int]:
-    """`export` without Spark: the rows written to the directory OUT as
-    Spark would lay them out (part files; a partition column as
-    COLUMN=VALUE directories, left out of the files), read back the same
-    by pyarrow and Spark.  Returns (rows, problems)."""
-    import pyarrow as pa
+    """`export` without Spark: the rows written to OUT, a local directory
+    or one by URL (output.write_table).  Returns (rows, problems)."""
+    from ripple_cli.sources.urls import remove
 
-    from .arrow import ARROW_SCHEMA, record_batches
-    from .tables import table_metadata
+    from .arrow import record_batches
+    from .output import check_partitioning, write_table
 
-    if partition_by and fmt != "parquet":
-        raise UsageProblem(f"--partition-by {partition_by}: -F {fmt} is partitioned on Spark only (parquet is without)")
+    check_partitioning(fmt, partition_by)
     counts = [0, 0]
 
     def counted() -> Iterator[pa.RecordBatch]:
@@ -98,44 +100,7 @@ def write_local(
             counts[1] += batch.num_rows - batch.column("problem").null_count
             yield batch
 
-    if overwrite and os.path.isdir(out):
-        shutil.rmtree(out)
-    elif overwrite and os.path.exists(out):
-        os.remove(out)
-    if fmt == "parquet":
-        import pyarrow.dataset as ds
-
-        partitioning = None
-        if partition_by:
-            partitioning = ds.partitioning(pa.schema([ARROW_SCHEMA.field(partition_by)]), flavor="hive")
-        ds.write_dataset(
-            counted(),
-            out,
-            # Metadata Spark's writer cannot add: pandas' nullable dtypes for the
-            # nullable integer columns (tables.table_metadata).
-            schema=ARROW_SCHEMA.with_metadata(table_metadata(list(ARROW_SCHEMA))),
-            format="parquet",
-            file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
-            partitioning=partitioning,
-            basename_template="part-{i}.parquet",
-            existing_data_behavior="error",
-        )
-    else:
-        os.makedirs(out)
-        path = os.path.join(out, "part-00000." + ("json" if fmt == "jsonl" else "csv"))
-        with open(path, "wb") as f:
-            if fmt == "jsonl":
-                for batch in counted():
-                    for row in batch.to_pylist():
-                        # As Spark writes JSON: null columns left out.
-                        text = json.dumps(
-                            {k: v for k, v in row.items() if v is not None}, ensure_ascii=False, separators=(",", ":")
-                        )
-                        f.write(text.encode() + b"\n")
-            else:
-                import pyarrow.csv as pcsv
-
-                with pcsv.CSVWriter(f, ARROW_SCHEMA) as writer:
-                    for batch in counted():
-                        writer.write_batch(batch)
+    if overwrite:
+        remove(out)
+    write_table(counted(), out, fmt, partition_by)
     return counts[0], counts[1]

@@ -42,7 +42,7 @@ def _num(v: Any) -> str:
 
 # The columns of every table: text shrinks, times go first, numbers stay.
 _TIMES = ("first", "last", "start")
-_TEXT = ("worker", "output", "key", "kind")
+_TEXT = ("worker", "output", "key", "kind", "type")
 
 
 def _column(i: int, h: str) -> Column:
@@ -159,3 +159,11 @@ def print_report(env: Environment, console: Console, report: Record) -> None:
         ("output", "key", "updates"),
         [(k["output"], k["key"], _num(k["updates"])) for k in report["top_keys"]],
     )
+    if report.get("siblings"):
+        _table(
+            env,
+            console,
+            "sibling protocols (messages by protocol and type)",
+            ("protocol", "type", "messages", "bytes"),
+            [(r["protocol"], r["type"], _num(r["messages"]), _num(r["bytes"])) for r in report["siblings"]],
+        )

@@ -11,7 +11,6 @@ transpose (arrow.py); `row_dict` names its values for readers.
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,7 @@ from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.delta import CompiledSchema
 from ripple_cli.codec.fast import speedups
 from ripple_cli.codec.fast.program import compile_program
-from ripple_cli.codec.jsonview import body_to_json, iso_time, type_name
+from ripple_cli.codec.jsonview import body_to_json, type_name
 from ripple_cli.codec.messages import CheckpointAck, DeltaMsg, DeltaView, Handshake, Heartbeat
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.ripple.message import Message
@@ -35,8 +34,10 @@ if TYPE_CHECKING:
 Row = tuple[Any, ...]  # the values of COLUMNS, in order
 
 # (name, type) in table order.  Types are Arrow/Spark names: string, int32,
-# int64, bool.  Times are kept as nanoseconds (int64): Spark's timestamps
-# stop at microseconds, and the envelope's clock does not.
+# int64, bool, timestamp (UTC, microseconds; a row holds the microseconds
+# since the epoch, arrow.py makes them timestamps).  Times are also kept as
+# nanoseconds (int64): Spark's timestamps stop at microseconds, and the
+# envelope's clock does not.
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("capture_file", "string"),  # the input file, as given on the command line (or found in a directory)
     ("connection", "int32"),  # connection number in the capture (as decode --list-streams); null: raw stream
@@ -48,7 +49,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("capture_time_ns", "int64"),  # capture time of the packet that completed the message
     ("seq", "int64"),  # envelope fields...
     ("time_ns", "int64"),
-    ("time", "string"),  # RFC 3339 with nanoseconds, UTC
+    ("time", "timestamp"),  # the envelope time, floored to the microsecond (time_ns: exact)
     ("schema", "string"),
     ("flags", "int32"),
     ("type", "string"),
@@ -61,18 +62,20 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("skipped", "int64"),  # bytes passed over after the problem
     ("worker", "string"),  # the worker of the stream's last Handshake (Heartbeat and Checkpoint_ack: their own)
     ("source_output", "string"),  # Delta fields...
-    ("key", "string"),  # canonical s-expression (sexplib's one-line form)
-    ("key_json", "string"),  # typed JSON (shape version 1, as decode --format json)
+    # Each once, as canonical s-expressions (sexplib's one-line form, as
+    # decode prints them); the typed values are the typed tables' columns
+    # (export --tables).
+    ("key", "string"),
     ("delta", "string"),
-    ("delta_json", "string"),
     ("schema_known", "bool"),  # false: key and delta are the raw bytes (no schema for the fingerprint)
     ("sequence_no", "int64"),
     ("watermark_ns", "int64"),
     ("msg_json", "string"),  # the payload as typed JSON for the other message types
-    ("event_hour", "string"),  # yyyy-mm-ddThh of the envelope time (UTC): the default Parquet partition
+    ("event_hour", "timestamp"),  # the envelope time's hour (UTC): the default Parquet partition
 )
 COLUMN_NAMES = tuple(name for name, _ in COLUMNS)
 COLUMN_TYPES = dict(COLUMNS)
+TIMESTAMPS = tuple(i for i, (_, t) in enumerate(COLUMNS) if t == "timestamp")
 PROBLEM = COLUMN_NAMES.index("problem")
 
 
@@ -111,11 +114,25 @@ def delta_bytes(payload: bytes) -> tuple[bytes, bytes]:
     return key, payload[pos : pos + n]
 
 
-def event_hour(time_ns: int | None) -> str | None:
-    if time_ns is None:
+# The times a timestamp column holds: years 1 to 9999, as Spark's and
+# Python's (a time outside is null there; time_ns still has it).
+_FIRST_NS = -62_135_596_800 * 1_000_000_000
+_END_NS = 253_402_300_800 * 1_000_000_000
+_HOUR_NS = 3600 * 1_000_000_000
+
+
+def micros(time_ns: int | None) -> int | None:
+    """A `timestamp` column's value: the microseconds, floored."""
+    if time_ns is None or not _FIRST_NS <= time_ns < _END_NS:
         return None
-    t = iso_time(time_ns)
-    return t[:13] if t.endswith("Z") else None
+    return time_ns // 1000
+
+
+def event_hour(time_ns: int | None) -> int | None:
+    """The hour of a time, as a `timestamp` column's value."""
+    if time_ns is None or not _FIRST_NS <= time_ns < _END_NS:
+        return None
+    return (time_ns - time_ns % _HOUR_NS) // 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +155,8 @@ class Where:
 # The columns a message row leaves empty: problem, problem_detail, severity,
 # skipped; and those of a Delta, for the other types.
 _NO_PROBLEM = (None, None, None, None)
-_NO_DELTA = (None,) * 8
-KEY_CACHE = 1 << 16  # keys whose text and JSON a builder keeps
+_NO_DELTA = (None,) * 6
+KEY_CACHE = 1 << 16  # keys whose text a builder keeps
 
 
 class RowBuilder:
@@ -156,13 +173,11 @@ class RowBuilder:
         # Keyed by the CompiledSchema itself (identity): holding it keeps it
         # alive, so a key is never reused for another schema.
         self._programs: dict[CompiledSchema, Program | None] = {}
-        # A key's canonical text and JSON, by schema and encoded key: keys
-        # repeat (the same instruments, accounts, desks), and printing them
-        # costs more than looking them up.
-        self._keys: dict[tuple[CompiledSchema, bytes], tuple[str, str]] = {}
+        # A key's canonical text, by schema and encoded key: keys repeat (the
+        # same instruments, accounts, desks), and printing them costs more
+        # than looking them up.
+        self._keys: dict[tuple[CompiledSchema, bytes], str] = {}
         self._fingerprints: dict[bytes, str] = {}
-        self._second: int | None = None  # the last envelope time's second, and its text
-        self._second_text = ""
 
     def place(self, where: Where) -> None:
         """The rows from now on are attributed to `where` (a rotated
@@ -175,16 +190,6 @@ class RowBuilder:
         if worker != self.worker:
             self.worker = worker
             self._worker_text = _text(worker)
-
-    def _time(self, time_ns: int) -> str:
-        # Messages come many to a second: format the date once per second.
-        sec, frac = divmod(time_ns, 1_000_000_000)
-        if sec != self._second:
-            t = iso_time(sec * 1_000_000_000)
-            if not t.endswith("Z"):
-                return iso_time(time_ns)
-            self._second, self._second_text = sec, t[:19]
-        return f"{self._second_text}.{frac:09d}Z"
 
     def _fingerprint(self, fingerprint: bytes) -> str:
         text = self._fingerprints.get(fingerprint)
@@ -199,39 +204,38 @@ class RowBuilder:
             self._programs[schema] = compile_program(schema.schema) if speedups() is not None else None
         return self._programs[schema]
 
-    def _delta(self, body: DeltaView, payload: bytes) -> tuple[Any, ...]:
-        """key, key_json, delta, delta_json: the texts by the fast lane's C
-        printer when it is built (the same text as the Python printer,
+    def _delta(self, body: DeltaView, payload: bytes) -> tuple[str, str]:
+        """key, delta: the texts by the fast lane's C printer when it is
+        built (the same text as the Python printer,
         tests/property/test_prop_fast.py, in a fraction of the time)."""
         s = body.schema
         raw_key, raw_delta = delta_bytes(payload)
         prog = self._program(s)
-        known = self._keys.get((s, raw_key))
-        if known is None:
+        key = self._keys.get((s, raw_key))
+        if key is None:
             text = prog.key_text(raw_key) if prog is not None else None
             if text is None:
                 text = to_string(s.key.to_sexp(body.key))
             if len(self._keys) >= KEY_CACHE:
                 self._keys.clear()
-            known = self._keys[(s, raw_key)] = (_text(text), _json(s.key.to_json(body.key)))
+            key = self._keys[(s, raw_key)] = _text(text)
         delta = prog.delta_text(raw_delta) if prog is not None else None
         if delta is None:
             delta = to_string(s.delta_to_sexp(body.delta))
-        return (*known, _text(delta), _json(s.delta_to_json(body.delta)))
+        return key, _text(delta)
 
     def message(self, msg: Message, capture_time_ns: int | None) -> Row:
         f = msg.frame
         body = msg.body
         if isinstance(body, Handshake):
             self._set_worker(body.source_worker_id)
-        time = self._time(f.time_ns)
         head = (
             *self._base,
             f.offset,
             capture_time_ns,
             f.seq,
             f.time_ns,
-            time,
+            micros(f.time_ns),
             self._fingerprint(f.fingerprint),
             f.flags,
             type_name(f.tag),
@@ -240,17 +244,15 @@ class RowBuilder:
             True,  # crc_ok
             *_NO_PROBLEM,
         )
-        hour = time[:13] if time.endswith("Z") else None
+        hour = event_hour(f.time_ns)
         if isinstance(body, DeltaView):
-            key, key_json, delta, delta_json = self._delta(body, f.payload)
+            key, delta = self._delta(body, f.payload)
             row = (
                 *head,
                 self._worker_text,
                 _text(body.source_output),
                 key,
-                key_json,
                 delta,
-                delta_json,
                 True,  # schema_known
                 body.sequence_no,
                 body.watermark_ns,
@@ -266,9 +268,7 @@ class RowBuilder:
                 self._worker_text,
                 _text(body.source_output),
                 _text(to_string(body.key)),
-                _json({"base64": base64.b64encode(body.key).decode()}),
                 _text(to_string(body.delta_bytes)),
-                _json({"base64": base64.b64encode(body.delta_bytes).decode()}),
                 False,  # schema_known
                 body.sequence_no,
                 body.watermark_ns,

@@ -136,10 +136,12 @@ class BatchRun:
         watcher.label = "decode"
         return plan
 
-    def frame(self, session: Session, plan: Plan, typed: TypedOut | None = None) -> tuple[DataFrame, Counters]:
+    def frame(
+        self, session: Session, plan: Plan, typed: TypedOut | None = None, siblings: bool = False
+    ) -> tuple[DataFrame, Counters]:
         from . import job
 
-        return job.rows_frame(session.spark, plan, typed)
+        return job.rows_frame(session.spark, plan, typed, siblings)
 
     def describe_inputs(self, plan: Plan) -> str:
         raw = sum(1 for i in self.inputs if not i.is_capture)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import mmap
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from ripple_cli.capture.events import CaptureEvent, StreamEnd, StreamStart
 from ripple_cli.codec.crc import crc32c
@@ -31,6 +33,7 @@ from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.ripple.message import Message
+from ripple_cli.sources.urls import is_url, open_url
 
 from .tasks import CaptureFile, ConnKey, RawRange, Settings, conn_key, ripple_demux
 
@@ -65,7 +68,8 @@ def scan_raw_range(task: RawRange, max_payload: int, file: str | None = None) ->
     out = ScanResult()
     if task.start >= task.end:
         return out
-    with open(file or task.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    path = file or task.path
+    with _bytes_of(path) as mm:
         size = len(mm)
         stop = min(task.end + len(_HANDSHAKE_HEAD) - 1, size)
         p = mm.find(_HANDSHAKE_HEAD, task.start, stop)
@@ -77,17 +81,56 @@ def scan_raw_range(task: RawRange, max_payload: int, file: str | None = None) ->
     return out
 
 
-def _handshake_at(mm: mmap.mmap, p: int, size: int, max_payload: int) -> Handshake | None:
+class _Ranged:
+    """A file by URL as the scan reads an mmap: `find` over windows of
+    byte-range reads, slices read as asked; nothing else of it is fetched."""
+
+    WINDOW = 8 << 20
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.size = f.size()  # type: ignore[attr-defined]  # pyarrow's NativeFile
+
+    def __len__(self) -> int:
+        return int(self.size)
+
+    def __getitem__(self, s: slice) -> bytes:
+        self.f.seek(s.start)
+        return self.f.read(s.stop - s.start)
+
+    def find(self, needle: bytes, start: int, stop: int) -> int:
+        while start < stop:
+            end = min(start + self.WINDOW, stop)
+            window = self[start : min(end + len(needle) - 1, stop)]
+            i = window.find(needle)
+            if i >= 0:
+                return start + i
+            start = end
+        return -1
+
+
+@contextmanager
+def _bytes_of(path: str) -> Iterator[mmap.mmap | _Ranged]:
+    if is_url(path):
+        with open_url(path) as f:
+            yield _Ranged(f)
+        return
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        yield mm
+
+
+def _handshake_at(mm: mmap.mmap | _Ranged, p: int, size: int, max_payload: int) -> Handshake | None:
     if p + OVERHEAD > size:
         return None
-    length = HEADER.unpack_from(mm, p)[-1]
+    length = HEADER.unpack(mm[p : p + HEADER_SIZE])[-1]
     end = p + HEADER_SIZE + length
     if not 0 <= length <= max_payload or end + 4 > size:
         return None
-    if CRC.unpack_from(mm, end)[0] != crc32c(mm[p:end]):
+    env = mm[p : end + 4]
+    if CRC.unpack_from(env, end - p)[0] != crc32c(env[: end - p]):
         return None
     try:
-        body = read_payload(HANDSHAKE, mm[p + HEADER_SIZE : end])
+        body = read_payload(HANDSHAKE, env[HEADER_SIZE : end - p])
     except DecodeError:
         return None
     return body if isinstance(body, Handshake) else None

@@ -30,7 +30,11 @@ from ripple_cli.codec.schema import Field, Schema
 
 from .typed import Convert, apply, arrow_type, converter, name_text
 
-TABLE_VERSION = "1"  # ripple.table_version in every typed table's Parquet metadata; bumped when columns change
+# ripple.table_version in the Parquet metadata of every table export writes
+# (the all-messages table and the typed tables); bumped when columns change.
+# 2: the all-messages table's time and event_hour are timestamps, its key
+# and delta are kept once (the s-expressions; key_json, delta_json gone).
+TABLE_VERSION = "2"
 TIME = pa.timestamp("us", tz="UTC")  # Spark's timestamps stop at microseconds: time_ns keeps the rest
 
 # The columns before the key and the fields, in order.

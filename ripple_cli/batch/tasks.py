@@ -46,8 +46,10 @@ from ripple_cli.protocols.registry import AUTO
 from ripple_cli.protocols.ripple.decoder import Event, StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.inputs import input_events
+from ripple_cli.sources.urls import is_url, open_input
 
 from .rows import Row, RowBuilder, Where
+from .siblingcount import Tally, count
 from .split import first_envelope
 
 if TYPE_CHECKING:
@@ -88,8 +90,8 @@ class Settings:
     cwd: str = ""
 
     def file(self, path: str) -> str:
-        """Where to open the input named `path`."""
-        return os.path.join(self.cwd, path)
+        """Where to open the input named `path` (a URL as it is)."""
+        return path if is_url(path) else os.path.join(self.cwd, path)
 
     def registry(self) -> SchemaRegistry:
         registry = SchemaRegistry()
@@ -192,9 +194,11 @@ class RowSink(BaseSink):
         place: Callable[[StreamId, int | None], Where] | None = None,
         streams_only: bool = False,
         typed: TaskTables | None = None,
+        tally: Tally | None = None,
     ) -> None:
         self.source = source
         self.typed = typed
+        self.tally = tally  # stats: the sibling protocols' messages counted
         self.place = place  # where a row of a rotated connection is attributed
         self.streams_only = streams_only  # items of no stream (notes about a file) make no row
         self.builders: dict[StreamId | None, RowBuilder] = {}
@@ -222,8 +226,11 @@ class RowSink(BaseSink):
             return
         if isinstance(msg, Message):
             self.rows.append(self.builder(origin).message(msg, origin.time_ns))
-        elif self.typed is not None and isinstance(msg, ProtoMessage):  # a sibling's: its own table only
-            self.typed.sibling(self.builder(origin).where, origin.time_ns, msg)
+        elif isinstance(msg, ProtoMessage):  # a sibling's: its own table, its count only
+            if self.tally is not None:
+                count(self.tally, msg)
+            if self.typed is not None:
+                self.typed.sibling(self.builder(origin).where, origin.time_ns, msg)
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         if origin.stream is None and self.streams_only:
@@ -249,7 +256,7 @@ def raw_range_rows(task: RawRange, settings: Settings, typed: TaskTables | None 
     """The rows of the messages and problems that start in [start, end)."""
     if task.start >= task.end:
         return
-    with open(settings.file(task.path), "rb") as f:
+    with open_input(settings.file(task.path)) as f:
 
         def read(offset: int, n: int) -> bytes:
             f.seek(offset)
@@ -293,15 +300,18 @@ def _row(builder: RowBuilder, ev: Event) -> Row:
 # ------------------------------------------------------------------ captures
 
 
-def capture_rows(task: CaptureFile, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
+def capture_rows(
+    task: CaptureFile, settings: Settings, typed: TaskTables | None = None, tally: Tally | None = None
+) -> Iterator[Row]:
     rotated = task.rotated
 
     def want(stream: StreamId | None) -> bool:
         return stream is None or conn_key(stream) not in rotated
 
-    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, siblings=typed is not None)
+    siblings = typed is not None or tally is not None
+    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, siblings=siblings)
     events = settings.events(task.path)
-    return demux_rows(events, demux, RowSink(task.path, typed=typed).attach(demux))
+    return demux_rows(events, demux, RowSink(task.path, typed=typed, tally=tally).attach(demux))
 
 
 RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
@@ -309,7 +319,7 @@ RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file,
 
 def read_frames(path: str) -> Iterator[tuple[int, int, bytes]]:
     """The frames of a capture (notes about the file are the CaptureFile task's)."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         head = f.read(4)
         fmt = sniff_format(head)
         reader = read_pcap(f, head) if fmt == "pcap" else read_pcapng(f, head) if fmt == "pcapng" else iter(())
@@ -330,7 +340,11 @@ def rotated_frames(task: RotatedPart, settings: Settings) -> Iterator[tuple[Conn
 
 
 def rotated_rows(
-    group: Rotated, frames: Iterable[RankedFrame], settings: Settings, typed: TaskTables | None = None
+    group: Rotated,
+    frames: Iterable[RankedFrame],
+    settings: Settings,
+    typed: TaskTables | None = None,
+    tally: Tally | None = None,
 ) -> Iterator[Row]:
     """One connection's packets from all its files, reassembled in capture
     order (file, then packet) as if they were one capture, and decoded."""
@@ -339,15 +353,20 @@ def rotated_rows(
     events: Iterator[CaptureEvent] = frame_events(
         ((t, lt, fr) for _r, _i, t, lt, fr in ordered), name, settings.capture_options()
     )
-    demux = ripple_demux(name, settings, DeltaMode.DECODE, siblings=typed is not None)
+    demux = ripple_demux(name, settings, DeltaMode.DECODE, siblings=typed is not None or tally is not None)
     # Notes about a file (no stream) are its CaptureFile task's.
-    return demux_rows(events, demux, RowSink(name, group.where, streams_only=True, typed=typed).attach(demux))
+    sink = RowSink(name, group.where, streams_only=True, typed=typed, tally=tally)
+    return demux_rows(events, demux, sink.attach(demux))
 
 
-def task_rows(task: Task, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
+def task_rows(
+    task: Task, settings: Settings, typed: TaskTables | None = None, tally: Tally | None = None
+) -> Iterator[Row]:
+    """A task's rows; with `tally` (stats), its sibling protocols' messages
+    counted there (a raw stream is Ripple's only)."""
     if isinstance(task, RawRange):
         return raw_range_rows(task, settings, typed)
-    return capture_rows(task, settings, typed)
+    return capture_rows(task, settings, typed, tally)
 
 
 def typed_rows(rows: Iterator[Row], typed: TaskTables | None) -> Iterator[Row]:

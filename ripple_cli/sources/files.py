@@ -8,6 +8,8 @@ from typing import BinaryIO
 
 from ripple_cli.errors import InputUnreadable
 
+from .urls import is_url, open_url
+
 CHUNK_SIZE = 1 << 20
 
 
@@ -34,10 +36,13 @@ def read_chunks(path: str, stdin: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Ite
     if path == "-":
         yield from _read_stream(stdin, name, chunk_size, live=True)
         return
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below, after the generator ends
-    except OSError as e:
-        raise open_error(name, e) from None
+    if is_url(path):
+        f = open_url(path)
+    else:
+        try:
+            f = open(path, "rb")  # noqa: SIM115 - closed below, after the generator ends
+        except OSError as e:
+            raise open_error(name, e) from None
     with f:
         yield from _read_stream(f, name, chunk_size, live=False)
 

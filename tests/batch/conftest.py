@@ -12,6 +12,7 @@ from pathlib import Path
 import dpkt  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
+from tests.batch.s3server import S3Server, start_s3
 from tests.batch.standalone import Standalone, start_standalone
 from tests.replay.pcap import Connection, build_pcap
 
@@ -74,7 +75,9 @@ def unrotated_pcap(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark(s3: S3Server) -> Iterator[object]:
+    """Its executors have the S3 server's settings in their environment, as
+    a user's have theirs (spark.executorEnv.*): tests/batch/test_s3.py."""
     from ripple_cli.batch import job
 
     session = job.start_session(
@@ -84,6 +87,7 @@ def spark() -> Iterator[object]:
             ("spark.sql.shuffle.partitions", "4"),
             ("spark.default.parallelism", "2"),
             ("spark.ui.enabled", "false"),
+            *((f"spark.executorEnv.{k}", v) for k, v in s3.env.items()),
         ],
     )
     yield session.spark
@@ -99,3 +103,14 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-compatible server on 127.0.0.1 (moto's server mode), started
+    once for the session and stopped at its end."""
+    server = start_s3(tmp_path_factory.mktemp("s3") / "moto.log")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.dataset as ds
 
+from ripple_cli.batch.arrow import ARROW_SCHEMA
 from ripple_cli.batch.inputs import discover
 from ripple_cli.batch.local import local_rows
 from ripple_cli.batch.rows import COLUMN_NAMES
@@ -28,7 +30,8 @@ def test_export_of_a_tcpdump_capture(spark: object, tmp_path: Path) -> None:
     out = tmp_path / "table"
     res = run_cli(["export", "-q", str(path), "-o", str(out)])
     assert res.code == 0, res.stderr
-    rows = ds.dataset(out, format="parquet", partitioning="hive").to_table().to_pylist()
+    parts = ds.partitioning(pa.schema([ARROW_SCHEMA.field("event_hour")]), flavor="hive")  # in its type
+    rows = ds.dataset(out, format="parquet", partitioning=parts).to_table().to_pylist()
     assert len(rows) == 2 * 300 + 2
     assert all(r["problem"] is None and r["capture_time_ns"] is not None for r in rows)
     key = repr

@@ -9,13 +9,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from ripple_cli.batch.inputs import discover
-from ripple_cli.batch.local import local_rows
+from ripple_cli.batch.local import local_rows, plan_local, write_local
 from ripple_cli.batch.rows import COLUMN_NAMES
+from ripple_cli.batch.tables import TABLE_VERSION
 from ripple_cli.batch.tasks import Settings
 from tests.batch.conftest import damaged_demo
+from tests.batch.typedkit import pandas_exact
 from tests.conftest import ROOT, run_cli
 
 Row = tuple[object, ...]
@@ -27,10 +30,16 @@ def _sorted(rows: Iterable[Row]) -> list[Row]:
     return sorted(rows, key=repr)
 
 
-def table_rows(out: Path, fmt: str = "parquet") -> list[Row]:
+def table_rows(out: Path, fmt: str = "parquet", partition_by: str = "event_hour") -> list[Row]:
     """A table `export` wrote, read back with pyarrow, every column in
-    table order (a partition column comes back from its directory names)."""
-    table = ds.dataset(out, format=fmt, partitioning="hive").to_table()
+    table order (a partition column comes back from its directory names, in
+    its type: the same from Spark's names and pyarrow's)."""
+    import pyarrow as pa
+
+    from ripple_cli.batch.arrow import ARROW_SCHEMA
+
+    parts = ds.partitioning(pa.schema([ARROW_SCHEMA.field(partition_by)]), flavor="hive")
+    table = ds.dataset(out, format=fmt, partitioning=parts).to_table()
     assert sorted(table.column_names) == sorted(COLUMN_NAMES)
     return _sorted(tuple(r[c] for c in COLUMN_NAMES) for r in table.to_pylist())
 
@@ -68,6 +77,20 @@ def test_same_row_set_on_local1_local2_and_in_process(spark: object, mixed_dir: 
     names = list(COLUMN_NAMES)
     where = [names.index(c) for c in ("capture_file", "connection", "direction", "offset")]
     assert len({tuple(r[i] for i in where) for r in rows_two}) == len(rows_two)
+    # Spark's part files are as the in-process writer's: the same columns,
+    # types and metadata (the table version, pandas' nullable dtypes), and
+    # pandas' default read of each is exact (watermark_ns an Int64, not a
+    # float64 that loses the low bits).
+    local = tmp_path / "in-process"
+    plan = plan_local(discover([str(mixed_dir)]), Settings(), 8192)
+    write_local(plan, str(local), "parquet", "event_hour", False)
+    want = pq.read_schema(next(local.rglob("part-*.parquet")))
+    assert want.metadata[b"ripple.table_version"] == TABLE_VERSION.encode()
+    for out in (one, two):
+        parts = sorted(out.rglob("part-*.parquet"))
+        assert parts and all(pq.read_schema(p).equals(want, check_metadata=True) for p in parts)
+        hours = sorted(d for d in out.iterdir() if d.name.startswith("event_hour="))
+        assert sum(pandas_exact(d) for d in hours) > len(hours) * 10
 
 
 def text_table_rows(out: Path, fmt: str) -> list[Row]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.batch.streams import GARBAGE, MS, NS, T0, StatsInputs, at, write_stats_inputs
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 S = NS
 Report = dict[str, Any]
@@ -70,6 +70,7 @@ def test_stats_by_type_against_hand_computed_figures(inputs: StatsInputs, by_typ
         "peak_per_second": 11,  # second 0: Handshake, negotiation, heartbeat, 8 Deltas
     }
     assert (r["v"], r["by"], r["silence_ns"]) == (1, "type", 10 * S)
+    assert r["siblings"] == []  # Ripple's streams only
     # The same shape with or without --plot.
     assert list(r) == [
         "v",
@@ -84,6 +85,7 @@ def test_stats_by_type_against_hand_computed_figures(inputs: StatsInputs, by_typ
         "heartbeats",
         "silences",
         "top_keys",
+        "siblings",
     ]
     assert r["groups"] == [
         {
@@ -186,9 +188,16 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_stats_plot_writes_three_pngs(by_type: tuple[Report, Path]) -> None:
+def test_stats_plot_writes_three_pngs_and_svgs(by_type: tuple[Report, Path]) -> None:
     directory = by_type[1]
-    assert sorted(p.name for p in directory.iterdir()) == ["gaps.png", "rate.png", "watermark_lag.png"]
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "gaps.png",
+        "gaps.svg",
+        "rate.png",
+        "rate.svg",
+        "watermark_lag.png",
+        "watermark_lag.svg",
+    ]
     for name in ("rate.png", "watermark_lag.png", "gaps.png"):
         assert png_size(directory / name) == (1000, 450), name  # 10 x 4.5 inches at 100 dpi
 
@@ -298,3 +307,56 @@ def test_stats_table_prints_the_same_figures(spark: object, inputs: StatsInputs)
         "qty 2 1",
     ):
         assert row in lines, row
+
+
+# The sibling captures' messages by type, as `ripple decode` lists them.
+SIBLINGS = [
+    ("lumberjack", "Ack", 2, 12),
+    ("lumberjack", "Data", 2, 172),
+    ("lumberjack", "Json", 3, 287),
+    ("lumberjack", "Window", 2, 12),
+    ("pravega", "AppendBlock", 2, 217),
+    ("pravega", "AppendBlockEnd", 2, 104),
+    ("pravega", "AppendSetup", 1, 68),
+    ("pravega", "DataAppended", 2, 112),
+    ("pravega", "Hello", 2, 32),
+    ("pravega", "ReadSegment", 1, 58),
+    ("pravega", "SegmentRead", 1, 227),
+    ("pravega", "SetupAppend", 1, 62),
+    ("rcp", "Event", 1, 210),
+    ("rcp", "Request", 7, 998),
+    ("rcp", "Response", 7, 1062),
+]
+
+
+def test_stats_counts_the_sibling_protocols(spark: object) -> None:
+    """The sibling protocols' messages per protocol and type, the same on
+    Spark and in-process, each type's count as decode's; Ripple's figures
+    are those of its own capture alone."""
+    from tests.batch.test_without_spark import ripple_without
+
+    captures = [str(ROOT / "examples" / f"{name}.pcap") for name in ("beats", "pravega", "rstmdb", "workers")]
+    res = run_cli(["stats", "-q", "-F", "json", *captures])
+    assert res.code == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert [tuple(r.values()) for r in report["siblings"]] == SIBLINGS
+    assert list(report["siblings"][0]) == ["protocol", "type", "messages", "bytes"]
+    # decode's messages of the three sibling captures, counted and summed by type.
+    decoded: dict[tuple[str, str], list[int]] = {}
+    for capture in captures[:3]:
+        lines = run_cli(["decode", "-F", "jsonl", capture]).text.splitlines()
+        for msg in map(json.loads, lines):
+            c = decoded.setdefault((msg["protocol"], msg["type"]), [0, 0])
+            c[0] += 1
+            c[1] += msg["size"]
+    assert sorted((p, t, n, b) for (p, t), (n, b) in decoded.items()) == SIBLINGS
+    alone = run_cli(["stats", "-q", "-F", "json", captures[3]])
+    assert {k: v for k, v in report.items() if k != "siblings"} == {
+        k: v for k, v in json.loads(alone.stdout).items() if k != "siblings"
+    }
+    done = ripple_without(("pyspark",), "stats", "-q", "-F", "json", *captures)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == report
+    table = run_cli(["stats", "-q", *captures], width=200)
+    lines = [" ".join(line.replace("│", " ").split()) for line in table.text.splitlines()]
+    assert "lumberjack Json 3 287" in lines and "rcp Response 7 1,062" in lines

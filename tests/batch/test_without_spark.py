@@ -91,4 +91,4 @@ def test_stats_plots_without_pyspark(tmp_path: Path) -> None:
     plots = tmp_path / "plots"
     done = ripple_without(("pyspark",), "stats", "-q", "--plot", str(plots), str(ROOT / "examples" / "demo.ripple"))
     assert done.returncode == 0, done.stderr
-    assert sorted(p.suffix for p in plots.iterdir()) == [".png"] * 3
+    assert sorted(p.suffix for p in plots.iterdir()) == [".png"] * 3 + [".svg"] * 3

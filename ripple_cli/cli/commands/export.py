@@ -13,6 +13,7 @@ from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.cli.batch_options import batch_options
 from ripple_cli.cli.options import OutputPath
 from ripple_cli.errors import InputUnreadable, UsageProblem
+from ripple_cli.sources.urls import check_parent, exists, is_url
 from ripple_cli.terminal.environment import Environment
 
 if TYPE_CHECKING:
@@ -44,7 +45,12 @@ DEFAULT_PARTITION = "event_hour"
 
 @click.command()
 @click.option(
-    "--output", "-o", "out", required=True, type=OutputPath(), help="The directory to write (Spark's part files)."
+    "--output",
+    "-o",
+    "out",
+    required=True,
+    type=OutputPath(),
+    help="The directory to write (Spark's part files): a path or a URL (s3://, gs://, hdfs://, file://).",
 )
 @click.option(
     "--format",
@@ -94,19 +100,25 @@ def export(
     """
     if tables and fmt != "parquet":
         raise UsageProblem(f"--tables: the typed tables are Parquet only (not -F {fmt})")
+    if tables and is_url(out):
+        # The typed tables' part files are renamed into place (tablefiles.py): a directory by its path only.
+        raise UsageProblem(f"--tables: OUT is a directory's path, not a URL ({out})")
     if partition_by is None:
         partition_by = DEFAULT_PARTITION if fmt == "parquet" else "none"
     if partition_by != "none" and partition_by not in COLUMN_NAMES:
         raise UsageProblem(f"--partition-by: {partition_by!r} is not a column (columns: {', '.join(COLUMN_NAMES)})")
-    if os.path.exists(out) and not overwrite:
+    if exists(out) and not overwrite:
         raise InputUnreadable(f"{out}: already exists (--overwrite replaces it)")
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise InputUnreadable(f"{out}: directory {parent} does not exist")
+    if is_url(out):
+        check_parent(out)
+    else:
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent):
+            raise InputUnreadable(f"{out}: directory {parent} does not exist")
     run = BatchRun(env, batch)
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.
-    where = os.path.abspath(out)
+    where = out if is_url(out) else os.path.abspath(out)
     messages = where
     if tables:
         if overwrite and os.path.isdir(where):

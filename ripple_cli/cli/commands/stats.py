@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ripple_cli.batch.run import BatchArgs, BatchRun
+from ripple_cli.batch.siblingcount import Tally, sibling_records
 from ripple_cli.batch.stats import BY_CHOICES, NS, StatsOptions
 from ripple_cli.cli.batch_options import batch_options
 from ripple_cli.cli.options import Number, OutputPath, group
@@ -72,15 +73,18 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
         from ripple_cli.batch.sqlite import run_stats_local
 
         plan = run.plan_in_process()
-        report, timelines = run_stats_local(plan_rows(plan), figures, plots=plot_dir is not None)
+        tallies: dict[int, Tally] = {}
+        report, timelines = run_stats_local(plan_rows(plan, tallies=tallies), figures, plots=plot_dir is not None)
         how = " in-process, without Spark;"
     else:
         with run.spark() as (session, watcher):
             from ripple_cli.batch import job
 
             plan = run.plan(session, watcher)
-            frame, _counters = run.frame(session, plan)
+            frame, counters = run.frame(session, plan, siblings=True)
             report, timelines = job.run_stats(session.spark, frame, figures, plots=plot_dir is not None)
+            tallies = counters.siblings.value
+    report["siblings"] = sibling_records(tallies)
     if fmt == "json":
         from ripple_cli.render.json import dumps
 

@@ -1,0 +1,242 @@
+"""Inputs and outputs by URL against a real S3-compatible server (moto's
+server mode on 127.0.0.1: tests/batch/s3server.py), reached through the
+standard AWS variables only: a prefix of raw streams and captures (a
+rotated pair among them), a glob, s3a:// as s3://, file://; the table
+written to the bucket; the rows and the figures those of the same files
+read locally, in-process, on local Spark and on the standalone cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pytest
+
+from ripple_cli.batch.rows import COLUMN_NAMES
+from tests.batch.s3server import S3Server, start_s3
+from tests.batch.standalone import Standalone
+from tests.batch.test_cluster import cluster_args, ripple
+from tests.batch.test_spark_export import _sorted, in_process_rows, table_rows, text_table_rows
+from tests.batch.test_without_spark import HIDE
+from tests.conftest import ROOT, run_cli
+from tests.docs import doctest_shell as ds_docs
+
+Row = tuple[object, ...]
+FILE = COLUMN_NAMES.index("capture_file")
+
+
+@pytest.fixture(scope="module")
+def s3_inputs(s3: S3Server, mixed_dir: Path) -> str:
+    """mixed_dir (raw streams, a pcap, a connection rotated over two pcaps,
+    a hidden file) under s3://captures/day1/."""
+    s3.upload(mixed_dir, "captures/day1")
+    s3.bucket("tables")
+    return "captures/day1"
+
+
+@pytest.fixture
+def aws(s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The driver's environment: the standard AWS variables, nothing else."""
+    for k, v in s3.env.items():
+        monkeypatch.setenv(k, v)
+    yield s3.env
+
+
+def renamed(rows: list[Row], local: Path, url: str) -> list[Row]:
+    """Local rows with capture_file as the URL of the same file."""
+    return _sorted(tuple(url + str(v)[len(str(local)) :] if i == FILE else v for i, v in enumerate(r)) for r in rows)
+
+
+def s3_table(s3: S3Server, where: str, fmt: str = "parquet") -> list[Row]:
+    """The table under bucket/prefix `where`, fetched, read as a local one."""
+    local = Path(tempfile.mkdtemp(prefix="s3-table-"))
+    (local / "t").mkdir()
+    try:
+        pafs.copy_files(
+            where, str(local / "t"), source_filesystem=s3.fs(), destination_filesystem=pafs.LocalFileSystem()
+        )
+        return table_rows(local / "t") if fmt == "parquet" else text_table_rows(local / "t", fmt)
+    finally:
+        shutil.rmtree(local)
+
+
+def test_export_from_s3_to_s3_on_local_spark(
+    spark: object, s3: S3Server, s3_inputs: str, mixed_dir: Path, aws: dict[str, str]
+) -> None:
+    res = run_cli(["export", "-q", "--split-size", "8192", f"s3://{s3_inputs}/", "-o", "s3://tables/local2"])
+    assert res.code == 0, res.stderr
+    assert res.stderr == ""
+    expected = renamed(in_process_rows([str(mixed_dir)], 8192), mixed_dir, f"s3://{s3_inputs}")
+    assert len(expected) == 1202
+    assert s3_table(s3, "tables/local2") == expected
+    # The hidden file is skipped, as in a local directory.
+    assert not any(".hidden" in str(r[FILE]) for r in expected)
+
+
+def test_s3a_glob_and_a_rotated_set(
+    spark: object, s3: S3Server, s3_inputs: str, mixed_dir: Path, aws: dict[str, str]
+) -> None:
+    """s3a:// is s3://; a glob of the rotated pair reassembles the connection
+    across the two files as the local glob does."""
+    url = f"s3a://{s3_inputs}/caps/rot-*.pcap"
+    res = run_cli(["export", "-q", "-F", "jsonl", url, "-o", "s3a://tables/rotated"])
+    assert res.code == 0, res.stderr
+    local = in_process_rows([str(mixed_dir / "caps" / "rot-*.pcap")], 64 << 20)
+    assert len(local) == 301
+    expected = renamed(local, mixed_dir, f"s3a://{s3_inputs}")
+    assert s3_table(s3, "tables/rotated", "jsonl") == expected
+
+
+def test_export_in_process_without_pyspark(s3: S3Server, s3_inputs: str, mixed_dir: Path, tmp_path: Path) -> None:
+    """Without PySpark the in-process run reads and writes by URL too (csv)."""
+    code = HIDE.format(hidden=("pyspark",))
+    args = ["export", "-F", "csv", "--split-size", "8192", f"s3://{s3_inputs}", "-o", "s3://tables/inproc"]
+    env = {**_clean_env(), **s3.env}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1,198 messages, 4 problems -> s3://tables/inproc (csv; in-process, without Spark)" in done.stderr
+    expected = renamed(in_process_rows([str(mixed_dir)], 8192), mixed_dir, f"s3://{s3_inputs}")
+    assert s3_table(s3, "tables/inproc", "csv") == expected
+
+
+def test_stats_from_s3_same_as_local(
+    spark: object,
+    s3_inputs: str,
+    mixed_dir: Path,
+    aws: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The figures from the bucket are those of the same files on disk."""
+    here = tmp_path / "here"
+    shutil.copytree(mixed_dir, here / "captures" / "day1")
+    res = run_cli(["stats", "-q", "-F", "json", f"s3://{s3_inputs}"])
+    assert res.code == 0, res.stderr
+    monkeypatch.chdir(here)
+    local = run_cli(["stats", "-q", "-F", "json", "captures/day1"])
+    assert local.code == 0, local.stderr
+    assert json.loads(res.stdout) == json.loads(local.stdout)
+
+
+def test_file_urls(spark: object, mixed_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = run_cli(["export", "-q", "--split-size", "8192", f"file://{mixed_dir}", "-o", f"file://{out}"])
+    assert res.code == 0, res.stderr
+    got = table_rows(out)
+    assert got == renamed(in_process_rows([str(mixed_dir)], 8192), mixed_dir, f"file://{mixed_dir}")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["stats", "s3://no-such-bucket/x/"], 3, "s3://no-such-bucket/x/: no such bucket no-such-bucket"),
+        (["stats", "s3://captures/day9/"], 3, "s3://captures/day9/: no such file or directory"),
+        (["stats", "s3://captures/day1/*.nothing"], 3, "s3://captures/day1/*.nothing: no file matches"),
+        (
+            ["export", "s3://captures/day1/demo.ripple", "-o", "s3://no-such-bucket/t"],
+            3,
+            "s3://no-such-bucket/t: no such bucket no-such-bucket",
+        ),
+        (
+            ["stats", "ftp://host/x"],
+            2,
+            "ftp://host/x: unknown scheme ftp:// (known: s3://, s3a://, gs://, gcs://, hdfs://, file://, "
+            "and local paths)",
+        ),
+    ],
+)
+def test_errors_are_one_line(s3_inputs: str, aws: dict[str, str], args: list[str], code: int, says: str) -> None:
+    res = run_cli(args)
+    assert res.code == code, res.stderr
+    assert res.stderr == f"ripple: {says}\n"
+
+
+def test_refused_credentials_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that checks credentials (and knows none): exit 3, one line."""
+    server = start_s3(tmp_path / "moto.log", checks_credentials=True)
+    try:
+        for k, v in server.env.items():
+            monkeypatch.setenv(k, v)
+        res = run_cli(["stats", "s3://captures/day1/"])
+        assert res.code == 3, res.stderr
+        assert res.stderr == "ripple: s3://captures/day1/: access denied (check the credentials)\n"
+    finally:
+        server.stop()
+
+
+def test_export_and_stats_from_s3_on_the_standalone_cluster(
+    standalone: Standalone, s3: S3Server, s3_inputs: str, mixed_dir: Path, tmp_path: Path
+) -> None:
+    """The executors read their byte ranges from the bucket and write their
+    part files to it: nothing shared on disk.  Their AWS settings come the
+    Spark way (spark.executorEnv.*), the driver's from its environment."""
+    executor_env = [a for k, v in s3.env.items() for a in ("--conf", f"spark.executorEnv.{k}={v}")]
+    args = [*cluster_args(standalone), *executor_env]
+    done = _ripple_with(
+        s3, ["export", "-q", "--split-size", "8192", *args, f"s3://{s3_inputs}/", "-o", "s3://tables/cluster"], tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    expected = renamed(in_process_rows([str(mixed_dir)], 8192), mixed_dir, f"s3://{s3_inputs}")
+    assert s3_table(s3, "tables/cluster") == expected
+    stats = _ripple_with(s3, ["stats", "-q", "-F", "json", *args, f"s3://{s3_inputs}/"], tmp_path)
+    assert stats.returncode == 0, stats.stderr
+    here = run_cli(["stats", "-q", "-F", "json", str(mixed_dir)])
+    assert here.code == 0
+    assert json.loads(stats.stdout) == json.loads(here.stdout)
+
+
+def _ripple_with(s3: S3Server, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    saved = {k: os.environ.get(k) for k in s3.env}
+    os.environ.update(s3.env)
+    try:
+        return ripple(args, cwd)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+
+
+def s3_recipe(blocks: list[ds_docs.Block]) -> str:
+    [block] = [b for b in blocks if b.not_run and "S3" in b.not_run]
+    return "\n".join(c.text for c in block.commands)
+
+
+def test_the_docs_s3_recipe_runs_as_written(s3: S3Server, mixed_dir: Path, tmp_path: Path) -> None:
+    """README's object-storage recipe, marked not run in the docs tests (it
+    names a site's endpoint), run here against the test's S3 server: the
+    commands as written, with only the endpoint and region replaced; the
+    credentials come from the environment, as the README says."""
+    text = s3_recipe(ds_docs.readme_blocks())
+    for name in ("https://s3.example.internal", "eu-west-1"):
+        assert name in text
+    s3.upload(mixed_dir / "caps", "captures/2024-06-20")
+    s3.bucket("tables")
+    text = text.replace("https://s3.example.internal", s3.endpoint).replace("eu-west-1", "us-east-1")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ripple").write_text(f'#!/bin/sh\nexec {sys.executable} -m ripple_cli "$@"\n')
+    (bindir / "ripple").chmod(0o755)
+    env = {**_clean_env(), "PATH": f"{bindir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+    env.update(AWS_ACCESS_KEY_ID=s3.env["AWS_ACCESS_KEY_ID"], AWS_SECRET_ACCESS_KEY=s3.env["AWS_SECRET_ACCESS_KEY"])
+    done = subprocess.run(["bash", "-ec", text], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    url = "s3://captures/2024-06-20"
+    local = in_process_rows([str(mixed_dir / "caps" / "*.pcap")], 64 << 20)
+    assert s3_table(s3, "tables/2024-06-20") == renamed(local, mixed_dir / "caps", url)
+    here = run_cli(["stats", "-q", "-F", "json", str(mixed_dir / "caps")])
+    assert json.loads((tmp_path / "stats.json").read_text()) == json.loads(here.stdout)
