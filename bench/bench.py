@@ -79,7 +79,18 @@ NO_REASSEMBLY = ["-o", "tcp.desegment_tcp_streams:FALSE"]
 
 
 def sh(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[Any]:
+    if shutil.which(cmd[0]) is None:  # one line, not a traceback
+        raise SystemExit(f"bench: {cmd[0]} is not installed (scripts/bench-deps.sh installs what the bench needs)")
     return subprocess.run(cmd, check=True, **kw)
+
+
+def missing_tool(step: str, tool: str) -> bool:
+    """Whether `tool` is missing: then one line says which step is skipped."""
+    if shutil.which(tool) is not None:
+        return False
+    # On stderr: a capture child's stdout is its result (the parent relays this).
+    print(f"  ({step}: skipped, {tool} is not installed: scripts/bench-deps.sh)", file=sys.stderr, flush=True)
+    return True
 
 
 def build_ocaml() -> Path:
@@ -302,16 +313,19 @@ def capture_pcap(stream: Path, out: Path) -> str:
     if out.exists() and how.exists():
         return how.read_text()
     args = [sys.executable, __file__, "--capture-child", str(out), str(stream)]
-    netns = os.geteuid() == 0 and shutil.which("unshare") is not None
+    step = "a private network namespace"
+    netns = os.geteuid() == 0 and not missing_tool(step, "unshare") and not missing_tool(step, "ip")
     if netns:
         r = subprocess.run(["unshare", "--net", *args, "netns"], capture_output=True, text=True, check=False)
         if r.returncode != 0:
-            print(f"  (network namespace capture failed, using the host's loopback: {r.stderr.strip()})", flush=True)
+            why = (r.stderr.strip().splitlines() or ["?"])[-1]  # the last line says why
+            print(f"  (network namespace capture failed, using the host's loopback: {why})", flush=True)
             netns = False
     if not netns:
         r = subprocess.run([*args, "host"], capture_output=True, text=True, check=False)
         if r.returncode != 0:
-            raise SystemExit(f"bench: capture failed: {r.stderr.strip()}")
+            raise SystemExit(f"bench: capture failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    print(r.stderr, end="", flush=True)  # the child's notes (a step skipped)
     how.write_text(r.stdout.strip())
     return how.read_text()
 
@@ -325,10 +339,12 @@ def capture_child(out: Path, stream: Path, where: str) -> int:
     if in_netns:
         sh(["ip", "link", "set", "lo", "up"])
         sh(["ip", "link", "set", "lo", "mtu", "1500"])
-        offload = subprocess.run(["ethtool", "-K", "lo", "tso", "off", "gso", "off", "gro", "off"], check=False)
-        where = "loopback of a private network namespace, MTU 1500, " + (
-            "segmentation offloads off" if offload.returncode == 0 else "offloads on (ethtool failed)"
-        )
+        if missing_tool("segmentation offloads off", "ethtool"):
+            offloads = "offloads on (ethtool not installed)"
+        else:
+            off = subprocess.run(["ethtool", "-K", "lo", "tso", "off", "gso", "off", "gro", "off"], check=False)
+            offloads = "segmentation offloads off" if off.returncode == 0 else "offloads on (ethtool failed)"
+        where = "loopback of a private network namespace, MTU 1500, " + offloads
     srv = socket.create_server(("127.0.0.1", 0))
     port = srv.getsockname()[1]
     tmp = out.with_suffix(".tmp")

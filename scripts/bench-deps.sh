@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages only the benchmark needs, on top of
 # system-deps.sh (OCaml, tcpdump): tshark, the anchor of the capture
-# workload, and socat, the anchor of the tap proxy workload.
+# workload, socat, the anchor of the tap proxy workload, and ethtool, which
+# turns the loopback's segmentation offloads off for the capture (the bench
+# says so in one line and leaves them on when it is missing).
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 

@@ -4,7 +4,9 @@ imported here only when a run starts (job.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +20,11 @@ from ripple_cli.terminal.environment import Environment
 from .inputs import InputFile, discover
 from .plan import Plan
 from .tasks import Settings
+
+# Below this much input (all files together), export and stats run in-process
+# on the same row builder, with no JVM to start, unless --master, --conf,
+# spark-submit or a running session asks for Spark (ripple-export(1)).
+IN_PROCESS_LIMIT = 256 << 20
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -40,6 +47,15 @@ class BatchArgs:
     quiet: bool
     community_id_seed: int = 0
     reassembly_window: int = 8 << 20
+
+
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it (pyspark alone
+    takes longer to import than a small in-process run)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: set to None in sys.modules, as unimportable
+        return False
 
 
 class BatchRun:
@@ -67,26 +83,31 @@ class BatchRun:
 
     def without_spark(self, command: str) -> bool:
         """Whether the run is in-process: PySpark (the spark extra) is not
-        installed and no --master asks for Spark.  Says in one line which
-        extra a run needs when it cannot go without."""
-        try:
-            import pyspark  # noqa: F401
-        except ImportError:
-            pass
-        else:
+        installed, or nothing asks for Spark (`spark_asked`) and the inputs
+        are under IN_PROCESS_LIMIT.  Says in one line which extra a run
+        needs when it cannot go without."""
+        have_spark = _installed("pyspark")
+        if have_spark and (self.spark_asked() or sum(i.size for i in self.inputs) >= IN_PROCESS_LIMIT):
             return False
         if self.args.master is not None:
             raise UsageProblem(
                 f"--master {self.args.master} needs PySpark, which is not installed: pip install 'ripple-cli[spark]'"
             )
-        if command == "export":
-            try:
-                import pyarrow  # noqa: F401
-            except ImportError:
-                raise UsageProblem(
-                    "export needs pyarrow (without PySpark, it runs in-process): pip install 'ripple-cli[arrow]'"
-                ) from None
+        if command == "export" and not _installed("pyarrow"):
+            if have_spark:
+                return False  # Spark writes the table itself
+            raise UsageProblem(
+                "export needs pyarrow (without PySpark, it runs in-process): pip install 'ripple-cli[arrow]'"
+            )
         return True
+
+    def spark_asked(self) -> bool:
+        """--master or --conf given, run by spark-submit, or a SparkContext
+        already running in this process (a notebook's, a test's)."""
+        if self.args.master is not None or self.args.conf or "PYSPARK_GATEWAY_PORT" in os.environ:
+            return True
+        context = sys.modules.get("pyspark.context")  # never imported here just to ask
+        return context is not None and context.SparkContext._active_spark_context is not None
 
     def plan_in_process(self) -> Plan:
         from .local import plan_local

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Union
 
-from ripple_cli.capture.community_id import community_id
-
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -144,7 +142,10 @@ class CaptureNote:
 @lru_cache(maxsize=4096)
 def _community_id(stream: StreamId, seed: int) -> str:
     # Keyed by the stream (its hash computed once): asked for every message
-    # a JSON output writes.
+    # a JSON output writes.  Imported here: hashlib and socket are not worth
+    # loading for a raw stream file, which has no connection.
+    from ripple_cli.capture.community_id import community_id
+
     return community_id(stream.client, stream.server, seed)
 
 

@@ -7,7 +7,7 @@ candidate dissector about the first bytes (see `Demux`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ripple_cli.capture.events import StreamId
@@ -55,9 +55,10 @@ class ProtocolChoice:
                 return name
         return RIPPLE
 
-    def candidates(self) -> list[Dissector]:
-        """The dissectors detection may choose from, in detection order."""
-        return registry.all_dissectors() if self.auto else [registry.get(self.protocol)]
+    def candidates(self) -> Iterable[Dissector]:
+        """The dissectors detection may choose from, in detection order,
+        imported as they are asked (see registry.detection_order)."""
+        return registry.detection_order() if self.auto else [registry.get(self.protocol)]
 
     def fallback(self, stream: StreamId | None) -> str | None:
         """When no detector said yes: a raw file is still decoded (as Ripple,

@@ -239,8 +239,6 @@ class Dissector(ABC):
     name: str = ""  # registry name, lower case: the `--protocol` value and text head atom
     title: str = ""  # e.g. "Lumberjack v1/v2 (Beats, logstash-forwarder)"
     ports: tuple[int, ...] = ()  # well-known TCP ports (shown by --list-protocols)
-    # Detection order among protocols whose detectors both say YES (lower first).
-    priority: int = 100
     problem_kinds: Mapping[str, str] = {}
     filter_fields: Mapping[str, FilterField] = {}
     # The message type names and a rich style for each, for the table.

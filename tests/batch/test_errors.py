@@ -54,7 +54,7 @@ def test_spark_that_cannot_start(tmp_path: Path) -> None:
     from its log, which is kept and named)."""
     out = str(tmp_path / "out")
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "nojava")}
-    done = _ripple(["export", str(DEMO), "-o", out], env)
+    done = _ripple(["export", "--master", "local[1]", str(DEMO), "-o", out], env)  # small: Spark only when asked
     assert (done.returncode, done.stdout) == (3, "")
     assert (
         done.stderr == f"ripple: spark: JAVA_HOME={tmp_path / 'nojava'} has no bin/java: point it at a Java 17 or 21\n"

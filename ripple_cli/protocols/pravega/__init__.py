@@ -126,7 +126,6 @@ class PravegaDissector(Dissector):
     name = "pravega"
     title = "Pravega segment-store wire protocol (wire version 17)"
     ports = (PORT,)
-    priority = 80
     type_styles = TYPE_STYLES
     filter_fields = FILTER_FIELDS
     problem_kinds: Mapping[str, str] = MappingProxyType({**STREAM_KINDS, **KINDS})

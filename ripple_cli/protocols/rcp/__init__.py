@@ -79,7 +79,6 @@ class RcpDissector(Dissector):
     name = "rcp"
     title = "rstmdb RCP (binary frames with JSON, and JSON lines)"
     ports = (DEFAULT_PORT,)
-    priority = 60  # a frame with version 1 or a whole response line is nearly as sure as Ripple's CRC
     problem_kinds = MappingProxyType({**STREAM_KINDS, **ANALYSIS_KINDS})
     filter_fields = MappingProxyType(
         {

@@ -119,8 +119,6 @@ class ReactiveStreamsDissector(Dissector):
     name = PROTOCOL
     title = "Reactive Streams network protocol (draft; ripple's byte convention)"
     ports = (7373,)  # ripple's choice: the draft names no port
-    # Three bytes (a hello) are weaker evidence than a whole frame with a CRC.
-    priority = 150
     problem_kinds = PROBLEM_KINDS
     filter_fields = FILTER_FIELDS
     type_styles = TYPE_STYLES

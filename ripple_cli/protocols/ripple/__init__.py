@@ -46,7 +46,6 @@ class RippleDissector(Dissector):
     name = "ripple"
     title = "Ripple worker envelopes (bin_prot payloads, CRC-32C)"
     ports = ()
-    priority = 50  # a whole envelope with a valid CRC is as sure as detection gets
 
     def __init__(self) -> None:
         from ripple_cli.protocols.ripple import fields, message

@@ -1,0 +1,68 @@
+"""`export` and `stats` of small inputs run in-process with PySpark
+installed (issue 13): no JVM is started unless --master (or --conf,
+spark-submit, a running session) asks for Spark, and the rows and the
+report are those of a Spark run.  Each run is a process of its own, with
+no SparkContext in it, as from a shell."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ripple_cli.batch.run import IN_PROCESS_LIMIT
+from tests.batch.test_spark_export import table_rows
+from tests.conftest import EXAMPLES, ROOT
+
+DEMO = str(EXAMPLES / "demo.ripple")
+
+# The CLI as `ripple` runs it, then whether pyspark was ever imported (a JVM
+# is only started through it) as stderr's last line.
+CHILD = """
+import sys
+from ripple_cli.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+sys.stdout.flush()
+sys.stderr.write(f"code={code} pyspark={'pyspark' in sys.modules}\\n")
+"""
+
+
+def ripple(*args: str) -> tuple[str, str, str]:
+    """stdout, stderr less the last line, and that line."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, *args], capture_output=True, text=True, cwd=ROOT, timeout=600, check=False
+    )
+    *lines, last = done.stderr.splitlines()
+    return done.stdout, "\n".join(lines), last
+
+
+def test_the_limit_is_the_documented_one() -> None:
+    assert IN_PROCESS_LIMIT == 256 << 20
+    for page in ("ripple-export.1", "ripple-stats.1"):
+        assert "256 MiB" in (ROOT / "man" / page).read_text()
+
+
+def test_a_small_export_runs_in_process_with_the_rows_of_spark(tmp_path: Path) -> None:
+    here, spark = tmp_path / "here", tmp_path / "spark"
+    _, note, last = ripple("export", DEMO, "-o", str(here))
+    assert last == "code=0 pyspark=False"
+    assert note.startswith("export: 1 files (1 raw, 0 captures), 37,372 bytes, 1 tasks, 4 schemas; ")
+    assert "(parquet, partitioned by event_hour; in-process, without Spark) in " in note
+    _, note, last = ripple("export", "-q", "--master", "local[1]", DEMO, "-o", str(spark))
+    assert (note, last) == ("", "code=0 pyspark=True")
+    rows = table_rows(here)
+    assert len(rows) == 300
+    assert rows == table_rows(spark)
+
+
+def test_a_small_stats_runs_in_process_with_the_figures_of_spark() -> None:
+    out, note, last = ripple("stats", "-F", "json", DEMO)
+    assert last == "code=0 pyspark=False"
+    assert note.startswith("stats: 1 files (1 raw, 0 captures), 37,372 bytes, 1 tasks, 4 schemas; in-process, without")
+    spark_out, note, last = ripple("stats", "-q", "-F", "json", "--master", "local[1]", DEMO)
+    assert (note, last) == ("", "code=0 pyspark=True")
+    assert json.loads(out) == json.loads(spark_out)

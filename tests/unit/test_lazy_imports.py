@@ -1,0 +1,99 @@
+"""Start-up: a plain `verify` or `decode -F sexp` of a Ripple stream imports
+only what it uses (issue 13).  A CI job verifying many small files pays
+Python's start-up and little more, so rich, Spark, pyarrow, the sibling
+dissectors, the batch code and the tap stay unloaded; detection still
+finds the siblings when the bytes are theirs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, ROOT
+
+SIBLINGS = (
+    "ripple_cli.protocols.lumberjack",
+    "ripple_cli.protocols.rcp",
+    "ripple_cli.protocols.pravega",
+    "ripple_cli.protocols.reactive_streams",
+)
+UNWANTED = ("rich", "pyarrow", "pyspark", "ripple_cli.batch", "ripple_cli.tap", *SIBLINGS)
+
+# Runs the CLI as `python -m ripple_cli` does, then prints the modules
+# loaded and the exit status as JSON on stderr's last line.
+CHILD = """
+import json, sys
+from ripple_cli.cli.main import main
+code = 0
+try:
+    main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+sys.stdout.flush()
+sys.stderr.write("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}) + "\\n")
+"""
+
+
+def loaded(args: list[str]) -> tuple[int, set[str]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, *args], capture_output=True, env=env, cwd=ROOT, check=False, timeout=120
+    )
+    report = json.loads(r.stderr.decode().splitlines()[-1])
+    return report["code"], set(report["modules"])
+
+
+def unwanted(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == u or m.startswith(u + ".") for u in UNWANTED))
+
+
+@pytest.fixture
+def empty(tmp_path: Path) -> Path:
+    path = tmp_path / "empty.ripple"
+    path.write_bytes(b"")
+    return path
+
+
+def test_verify_of_a_ripple_stream_loads_nothing_it_does_not_use() -> None:
+    code, modules = loaded(["verify", str(EXAMPLES / "demo.ripple")])
+    assert code == 1  # the demo's Deltas before their schema
+    assert "ripple_cli.protocols.ripple" in modules  # detected and decoded as Ripple
+    assert unwanted(modules) == []
+
+
+def test_verify_of_an_empty_file_loads_nothing_it_does_not_use(empty: Path) -> None:
+    code, modules = loaded(["verify", str(empty)])
+    assert code == 1  # no message: a problem unless --allow-empty
+    assert unwanted(modules) == []
+
+
+def test_decode_sexp_of_a_ripple_stream_loads_nothing_it_does_not_use() -> None:
+    code, modules = loaded(["decode", "-F", "sexp", str(EXAMPLES / "demo.ripple")])
+    assert code == 0
+    assert unwanted(modules) == []
+
+
+@pytest.mark.parametrize(
+    ("capture", "sibling"),
+    [
+        ("beats.pcap", "lumberjack"),
+        ("rstmdb.pcap", "rcp"),
+        ("pravega.pcap", "pravega"),
+    ],
+)
+def test_detection_still_finds_the_siblings(capture: str, sibling: str) -> None:
+    code, modules = loaded(["decode", "-F", "sexp", str(EXAMPLES / capture)])
+    assert code == 0
+    assert f"ripple_cli.protocols.{sibling}" in modules
+
+
+def test_a_raw_sibling_stream_is_still_detected() -> None:
+    """Ripple is asked first and says no; the next dissectors are then imported."""
+    code, modules = loaded(["decode", "-F", "sexp", str(EXAMPLES / "v1.lj")])
+    assert code == 0
+    assert "ripple_cli.protocols.lumberjack" in modules
