@@ -14,7 +14,7 @@ they stand for.  The pipeline (pipeline.py) hands them to a sink.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,90 +140,97 @@ class Demux:
         return st
 
     def feed(self, event: CaptureEvent | StreamData) -> list[Output]:
+        return list(self.feed_lazily(event))
+
+    def feed_lazily(self, event: CaptureEvent | StreamData) -> Iterator[Output]:
+        """As `feed`, item by item as the dissector decodes them: what one
+        event gives (a chunk of compressed frames may give millions of
+        messages) need not all be held at once."""
         if isinstance(event, CaptureNote):
             if event.stream is not None and not self.want(event.stream):
-                return []
+                return
             sev = Severity.ERROR if event.error else Severity.WARNING
             problem = Problem(-1, event.kind, event.detail, severity=sev)
-            return [(Origin(self.source, event.stream, event.time_ns, self.seed), problem)]
+            yield (Origin(self.source, event.stream, event.time_ns, self.seed), problem)
+            return
         stream = event.stream
         if not self.want(stream):
-            return []
+            return
         if isinstance(event, StreamEnd) and event.tcp is not None and stream is not None:
             self.tcp[stream] = event.tcp
         conn = None if stream is None else stream.connection
         if conn not in self._verdict:
             fixed = self.choice.fixed(stream)
             if fixed is None:
-                return self._hold(stream, event)
+                yield from self._hold(stream, event)
+                return
             self._verdict[conn] = fixed
         if self._verdict[conn] is None:
-            return []
-        return self._process(event)
+            return
+        yield from self._process(event)
 
-    def _process(self, event: CaptureEvent) -> list[Output]:
+    def _process(self, event: CaptureEvent) -> Iterator[Output]:
         stream = event.stream
         if isinstance(event, StreamStart):
             self._syn[stream] = event.syn_seen
             self._state(stream)
-            return []
+            return
         st = self._state(stream)
         dis = st.dissector
         if isinstance(event, StreamData):
-            return self._emit(st, dis.feed(event.data), event.time_ns)
+            yield from self._emit(st, dis.feed_lazily(event.data), event.time_ns)
+            return
         if isinstance(event, StreamGap):
-            return self._emit(st, dis.gap(event.size), event.time_ns)
+            yield from self._emit(st, dis.gap(event.size), event.time_ns)
+            return
         if isinstance(event, StreamEnd):
             if st.ended is not None:
-                return []
+                return
             st.ended = event.reason
-            out = self._emit(st, dis.finish(), event.time_ns)
+            yield from self._emit(st, dis.finish_lazily(), event.time_ns)
             if st.stream is not None:  # one of many flows: what decoded it is done, let it go
                 st.dissector = _ENDED
             # The connection's rules are closed once both directions have
             # ended (a half-closed client may still be answered), or at finish.
             conn = None if st.stream is None else st.stream.connection
             if conn not in self._analyzers:
-                return out
+                return
             ended_sides = {side for side, s in self._sides.get(conn, {}).items() if s.ended is not None}
             if st.stream is None or ended_sides == {True, False}:
-                out.extend(self._close_analyzer(st, conn, event.time_ns))
-            return out
+                yield from self._close_analyzer(st, conn, event.time_ns)
+            return
         raise TypeError(f"not a capture event: {event!r}")
 
-    def _close_analyzer(self, st: StreamState, conn: int | None, time_ns: int | None) -> list[Output]:
+    def _close_analyzer(self, st: StreamState, conn: int | None, time_ns: int | None) -> Iterator[Output]:
         analyzer = self._analyzers.pop(conn, None)
         if analyzer is None:
-            return []
+            return
         sides = {side: s for side, s in self._sides.get(conn, {}).items() if side is not None}
-        out: list[Output] = []
         for p in analyzer.close():
             side = p.extra.get("from_client")
             target = sides.get(side, st) if isinstance(side, bool) else st
             target.problems += 1
-            out.append((Origin(self.source, target.stream, time_ns, self.seed), p))
+            yield (Origin(self.source, target.stream, time_ns, self.seed), p)
         summary = analyzer.report()
         if summary is not None:
             where = sides.get(True, st).stream
             self.analyses.append((where, st.protocol, summary))
-        return out
 
-    def _emit(self, st: StreamState, items: list[Item], time_ns: int | None) -> list[Output]:
-        if not items:
-            return []
+    def _emit(self, st: StreamState, items: Iterable[Item], time_ns: int | None) -> Iterator[Output]:
         origin = Origin(self.source, st.stream, time_ns, self.seed)
-        if time_ns is not None:
-            st.last_ns = time_ns
-            if st.first_ns is None:
-                st.first_ns = time_ns
+        timed = time_ns is None  # a stream's times are those of events that gave items
         analyzer = self._analyzers.get(None if st.stream is None else st.stream.connection)
         from_client = None if st.stream is None else st.stream.from_client
         by_type = st.by_type
-        out: list[Output] = []
         for item in items:
-            out.append((origin, item))
+            if not timed:
+                timed = True
+                st.last_ns = time_ns
+                if st.first_ns is None:
+                    st.first_ns = time_ns
             if isinstance(item, Problem):
                 st.problems += 1
+                yield (origin, item)
                 continue
             if isinstance(item, Run):
                 st.messages += item.messages
@@ -231,19 +238,23 @@ class Demux:
                 for name, n in item.counts():
                     by_type[name] = by_type.get(name, 0) + n
                 st.problems += item.problem_count
+                yield (origin, item)
                 continue
             st.messages += 1
             st.bytes += item.size
             name = item.type
             by_type[name] = by_type.get(name, 0) + 1
-            if analyzer is not None:
-                analyzer.time_ns = time_ns
-                for p in analyzer.observe(from_client, item):  # type: ignore[arg-type]  # its protocol's messages
-                    st.problems += 1
-                    out.append((origin, p))
-        return out
+            if analyzer is None:
+                yield (origin, item)
+                continue
+            analyzer.time_ns = time_ns
+            found = analyzer.observe(from_client, item)  # type: ignore[arg-type]  # its protocol's messages
+            st.problems += len(found)
+            yield (origin, item)
+            for p in found:
+                yield (origin, p)
 
-    def _hold(self, stream: StreamId | None, event: CaptureEvent) -> list[Output]:
+    def _hold(self, stream: StreamId | None, event: CaptureEvent) -> Iterator[Output]:
         conn = None if stream is None else stream.connection
         self._pending.setdefault(stream, []).append(event)
         self._held_events.setdefault(conn, []).append(event)
@@ -257,8 +268,8 @@ class Demux:
             self._held_ended.add(stream)
         ended = all(s in self._held_ended for s in held)
         if not ended and not self._worth_asking(held):
-            return []  # not enough new bytes since the detectors last looked
-        return self._judge(stream, held, ended)
+            return  # not enough new bytes since the detectors last looked
+        yield from self._judge(stream, held, ended)
 
     def _worth_asking(self, held: list[StreamId | None]) -> bool:
         """Each look copies and scans a whole head, so the detectors look
@@ -272,10 +283,10 @@ class Demux:
                 return True
         return False
 
-    def _judge(self, stream: StreamId | None, held: list[StreamId | None], ended: bool) -> list[Output]:
+    def _judge(self, stream: StreamId | None, held: list[StreamId | None], ended: bool) -> Iterator[Output]:
         heads = {s: len(self._pending_bytes[s]) for s in held if self._pending_bytes.get(s)}
         if not heads and not ended:
-            return []  # nothing to look at yet
+            return  # nothing to look at yet
         said = {s: self._said(s, n) for s, n in heads.items()}
         client = next((v for s, v in said.items() if s is None or s.from_client), None)
         server = next((v for s, v in said.items() if s is not None and not s.from_client), None)
@@ -285,11 +296,13 @@ class Demux:
         # the server's only once the client's are no protocol's, or when the
         # client has sent nothing by the end or within the bounds.
         if isinstance(client, str):
-            return self._decide(stream, client)
+            yield from self._decide(stream, client)
+            return
         if isinstance(server, str) and (
             client is Detection.NO or ended or longest > DETECT_LIMIT or (client is None and longest > 64 << 10)
         ):
-            return self._decide(stream, server)
+            yield from self._decide(stream, server)
+            return
         # Every direction seen must have said no (or the input is over, or it
         # is too long to hold) before a connection is given up on; a raw
         # file is never given up on (see ProtocolChoice.fallback).
@@ -298,8 +311,8 @@ class Demux:
         refused = not undecided and (both or longest > DETECT_LIMIT) and not isinstance(server, str)
         if ended or refused or longest > UNDECIDED_LIMIT:
             why = "no protocol recognised" + (f" in {longest} bytes" if longest else "")
-            return self._decide(stream, self.choice.fallback(stream), why)
-        return []
+            yield from self._decide(stream, self.choice.fallback(stream), why)
+            return
 
     def _said(self, stream: StreamId | None, n: int) -> str | Detection:
         """What the detectors say of a held head of `n` bytes, asked once per length."""
@@ -321,7 +334,7 @@ class Demux:
             more = more or verdict is Detection.MORE
         return Detection.MORE if more else Detection.NO
 
-    def _decide(self, stream: StreamId | None, protocol: str | None, why: str = "") -> list[Output]:
+    def _decide(self, stream: StreamId | None, protocol: str | None, why: str = "") -> Iterator[Output]:
         conn = None if stream is None else stream.connection
         self._verdict[conn] = protocol
         for s in self._held_streams.pop(conn, []):
@@ -331,26 +344,26 @@ class Demux:
             self._held_ended.discard(s)
             if protocol is None and s is not None:
                 self.undecoded[s] = why
-        out: list[Output] = []
         # In capture order across both directions, as if never held (one
         # direction's end must not come before the other's messages).
         for e in self._held_events.pop(conn, []):
             if protocol is not None:
-                out.extend(self._process(e))
-        return out
+                yield from self._process(e)
 
     def finish(self, time_ns: int | None = None) -> list[Output]:
         """The input is over: streams still open end here."""
-        out: list[Output] = []
+        return list(self.finish_lazily(time_ns))
+
+    def finish_lazily(self, time_ns: int | None = None) -> Iterator[Output]:
+        """As `finish`, item by item (see `feed_lazily`)."""
         for stream in sorted(self._pending, key=lambda s: -1 if s is None else s.connection):
             if stream in self._pending:
                 why = "no protocol recognised"
-                out.extend(self._decide(stream, self.choice.fallback(stream), why))
+                yield from (self._decide(stream, self.choice.fallback(stream), why))
         for st in list(self.streams.values()):
             if st.ended is None:
-                out.extend(self._process(StreamEnd(st.stream, time_ns, "end of input")))
+                yield from (self._process(StreamEnd(st.stream, time_ns, "end of input")))
         for conn in list(self._analyzers):  # connections with one direction only
             state = next(iter(self._sides.get(conn, {}).values()), None)
             if state is not None:
-                out.extend(self._close_analyzer(state, conn, time_ns))
-        return out
+                yield from (self._close_analyzer(state, conn, time_ns))

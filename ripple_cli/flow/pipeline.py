@@ -61,14 +61,18 @@ class Enough(Exception):
     """Raised by a sink that has all it wants (--count): the input stops."""
 
 
-def deliver(outputs: list[Output], sink: Sink) -> None:
+def deliver(outputs: Iterable[Output], sink: Sink) -> bool:
+    """Each output to the sink as it comes; whether there was any."""
+    any_output = False
     for origin, item in outputs:
+        any_output = True
         if isinstance(item, Problem):
             sink.problem(origin, item)
         elif isinstance(item, Run):
             sink.run(origin, item)
         else:
             sink.message(origin, item)
+    return any_output
 
 
 def steps(events: Iterable[CaptureEvent], demux: Demux, sink: Sink) -> Iterator[bool]:
@@ -76,10 +80,9 @@ def steps(events: Iterable[CaptureEvent], demux: Demux, sink: Sink) -> Iterator[
     after each event (whether it gave any item), so the caller may act
     between them.  `Enough` from the sink ends it early."""
     for event in events:
-        outputs = demux.feed(event)
-        deliver(outputs, sink)
-        yield bool(outputs)
-    deliver(demux.finish(), sink)
+        # Lazily: an event's items reach the sink as they are decoded.
+        yield deliver(demux.feed_lazily(event), sink)
+    deliver(demux.finish_lazily(), sink)
 
 
 def pump(events: Iterable[CaptureEvent], demux: Demux, sink: Sink, live: bool = False) -> bool:

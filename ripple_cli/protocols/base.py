@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -153,6 +153,18 @@ class StreamDissector(ABC):
     @abstractmethod
     def finish(self) -> list[Item]:
         """The stream is over: a partial message left is a `truncated` problem."""
+
+    # The pipeline reads a dissector through these two: a dissector whose
+    # one chunk may give more items than fit in memory (inflated frames)
+    # yields them as it decodes them, to be delivered before the next.
+
+    def feed_lazily(self, data: bytes) -> Iterable[Item]:
+        """`feed`, item by item: consumed whole before the next call."""
+        return self.feed(data)
+
+    def finish_lazily(self) -> Iterable[Item]:
+        """`finish`, item by item."""
+        return self.finish()
 
 
 class ConnectionAnalyzer(ABC):

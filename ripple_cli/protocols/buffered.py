@@ -26,6 +26,7 @@ say what else a hole or the end of the stream touches.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Iterable, Iterator
 
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import Item, StreamDissector
@@ -48,12 +49,13 @@ class BufferedStream(StreamDissector):
     # ------------------------------------------------------------ the contract
 
     def feed(self, data: bytes) -> list[Item]:
-        out: list[Item] = []
+        return list(self.feed_lazily(data))
+
+    def feed_lazily(self, data: bytes) -> Iterator[Item]:
         if data:  # no new bytes complete nothing
             self._buf += data
-            self._run(out, final=False)
+            yield from self._items(final=False)
             self._compact()
-        return out
 
     def gap(self, size: int) -> list[Item]:
         out: list[Item] = []
@@ -73,19 +75,30 @@ class BufferedStream(StreamDissector):
         return out
 
     def finish(self) -> list[Item]:
+        return list(self.finish_lazily())
+
+    def finish_lazily(self) -> Iterator[Item]:
+        yield from self._items(final=True)
         out: list[Item] = []
-        self._run(out, final=True)
         self._at_end(out)
+        yield from out
         self._base += len(self._buf)
         self._buf = bytearray()
         self._pos = 0
-        return out
 
     # ------------------------------------------------------------ for subclasses
 
     @abstractmethod
     def _run(self, out: list[Item], final: bool) -> None:
         """Decode from `_pos` on, appending messages and problems to `out`."""
+
+    def _items(self, final: bool) -> Iterable[Item]:
+        """`_run`'s items; a subclass whose one chunk may give more than fit
+        in memory yields them as it decodes instead (consumed whole before
+        the buffer is touched again)."""
+        out: list[Item] = []
+        self._run(out, final)
+        return out
 
     def _forget_across_gap(self) -> None:
         """A hole: drop the state that joins one message to the next (it

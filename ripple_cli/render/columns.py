@@ -16,7 +16,8 @@ may be cut and how far, whether it is a number that is never dropped) and
   Community ID) is shown only in room to spare: it goes before any other
   column but the flex one would be cut.
 - in a pipe (or a file) there is no line to fit: every column is as wide as
-  its content, nothing is cut, nothing dropped.
+  its content, nothing dropped, and only a cell longer than MAX_CELL
+  characters (a key of a megabyte) is cut, with an ellipsis.
 
 rich draws the table (`table`), and `Trimmed` takes the trailing spaces
 off every line it prints.
@@ -50,6 +51,10 @@ Cell = str | Text
 
 # The line of a pipe: as long as a row is.  (rich wants a number.)
 UNBOUNDED = 1_000_000
+# The most characters a cell shows, in a pipe too: a worker id or key of
+# a megabyte is cut with an ellipsis, as on a terminal, before it is
+# escaped or measured, not padded into every row of its column.
+MAX_CELL = 4096
 
 
 @dataclass(frozen=True)
@@ -99,16 +104,24 @@ def line_width(env: Environment) -> int | None:
 
 def cell(text: str, style: str = "") -> Text:
     """A cell of what came off the wire, escaped before rich sees it (rich
-    drops BEL, CR and a few others from a Text, and keeps ESC)."""
-    return Text(escape_text(text), style=style)
+    drops BEL, CR and a few others from a Text, and keeps ESC), at most
+    MAX_CELL characters."""
+    return Text(_escaped(text), style=style)
+
+
+def _escaped(text: str) -> str:
+    shown = escape_text(text[: MAX_CELL + 1])  # the cut first: the text may be megabytes long
+    return shown if len(shown) <= MAX_CELL else shown[: MAX_CELL - 1] + "…"
 
 
 def shown(cell: Cell) -> Text:
     """The cell as a table shows it: what does not print, escaped; a string
-    as plain text (rich would read `[/x]` in it as markup, and fail)."""
+    as plain text (rich would read `[/x]` in it as markup, and fail); at
+    most MAX_CELL characters."""
     if isinstance(cell, Text):
-        return cell if cell.plain.isprintable() else Text(escape_text(cell.plain), style=cell.style)
-    return Text(escape_text(cell))
+        plain = cell.plain
+        return cell if len(plain) <= MAX_CELL and plain.isprintable() else Text(_escaped(plain), style=cell.style)
+    return Text(_escaped(cell))
 
 
 def _plain(cell: Cell) -> str:

@@ -94,6 +94,8 @@ class TableRenderer(NoRuns):
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         self._items.append((origin, problem))
+        if len(self._items) >= _BATCH and self._header_done:  # a run of problems is not held whole
+            self._print()
 
     def _row(self, origin: Origin, item: Decoded | Problem) -> tuple[Text, ...]:
         conn = self._conn(origin)

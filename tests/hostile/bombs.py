@@ -66,18 +66,22 @@ class Run:
     maxrss_kb: int
 
 
-def run_limited(args: list[str], stdin: bytes = b"", pure: bool = False, limit: int = LIMIT_AS) -> Run:
+def run_limited(
+    args: list[str], stdin: bytes = b"", pure: bool = False, limit: int = LIMIT_AS, env: dict[str, str] | None = None
+) -> Run:
     """`ripple ARGS` in a child process whose address space is capped, so
-    a bomb ends in MemoryError instead of taking the machine."""
+    a bomb ends in MemoryError instead of taking the machine; `env` adds
+    to its environment (COLUMNS is not inherited: a pipe's table is whole)."""
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
-    env["RIPPLE_PURE"] = "1" if pure else "0"
+    inherited = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    child = dict(inherited, PYTHONPATH=str(ROOT), NO_COLOR="1", **(env or {}))
+    child["RIPPLE_PURE"] = "1" if pure else "0"
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     p = subprocess.run(
-        [sys.executable, "-m", "ripple_cli", *args], input=stdin, capture_output=True, env=env, preexec_fn=cap
+        [sys.executable, "-m", "ripple_cli", *args], input=stdin, capture_output=True, env=child, preexec_fn=cap
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return Run(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"), max(after, before))

@@ -36,6 +36,7 @@ STREAM_KINDS: Mapping[str, str] = {
     "truncated": "the stream ends inside a frame",
     "gap": "bytes missing from the stream (a capture hole)",
     "bad_json": "a J payload that is not valid JSON (the frame is still shown)",
+    "event_limit": "a J payload whose parsed form would take more than 128 MiB (shown as its bytes, not parsed)",
     "bad_zlib": "a C payload that is not a whole, clean zlib stream",
     "inflate_limit": "a C frame inflating to more than --max-inflate, holding too many frames, or nested too deep",
     "compressed_partial_frame": "a C frame whose inflated data ends inside a frame",

@@ -16,6 +16,7 @@ region, with the bytes skipped.
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from ripple_cli.protocols.lumberjack.plausible import (
     header,
 )
 from ripple_cli.protocols.lumberjack.text import NAMES, frame_sexp
-from ripple_cli.protocols.lumberjack.view import fields_of, parse_json, summary_of
+from ripple_cli.protocols.lumberjack.view import MAX_EVENT_OBJECTS, fields_of, object_cost, parse_json, summary_of
 from ripple_cli.protocols.lumberjack.wire import (
     ACK,
     DATA,
@@ -82,6 +83,11 @@ class LumberjackStream(BufferedStream):
         self._scan = None  # the D frame read in part is cut by the hole
 
     def _run(self, out: list[Item], final: bool) -> None:
+        out.extend(self._items(final))
+
+    def _items(self, final: bool) -> Iterator[Item]:
+        """The frames decoded from `_pos` on, one by one: a chunk of `C`
+        frames may inflate to millions of them, delivered as they come."""
         buf, n, p = self._buf, len(self._buf), self._pos
         limit = self.options.max_payload
         while p < n:
@@ -98,7 +104,7 @@ class LumberjackStream(BufferedStream):
                 if verdict is Verdict.NO:
                     p += 1
                     continue
-                self._close_damage(p, out)
+                yield from self._closing(p)
                 continue
             if self._scan is None and n - p > 1 and buf[p + 1] == DATA:
                 self._scan = DataScan()  # read pair by pair, keeping its progress across chunks
@@ -116,11 +122,16 @@ class LumberjackStream(BufferedStream):
                 p += 1
                 continue
             frame, end = r
-            self._emit(frame, self._base + p, end - p, out)
+            yield from self._emit(frame, self._base + p, end - p)
             p = end
         if final and self._damage is not None:
-            self._close_damage(n, out)
+            yield from self._closing(n)
         self._pos = p
+
+    def _closing(self, pos: int) -> list[Item]:
+        out: list[Item] = []
+        self._close_damage(pos, out)
+        return out
 
     def _truncated(self, p: int, n: int, need: Need) -> str:
         letter = TYPE_LETTERS.get(self._buf[p + 1], "?") if n - p > 1 else "?"
@@ -152,7 +163,7 @@ class LumberjackStream(BufferedStream):
 
     # ------------------------------------------------------------ messages
 
-    def _emit(self, frame: LumberjackFrame, offset: int, size: int, out: list[Item]) -> None:
+    def _emit(self, frame: LumberjackFrame, offset: int, size: int) -> Iterator[Item]:
         if not self._learnt:
             self._learnt = True
             self._types = WRITER_TYPES if is_writer(frame) else frozenset((ACK,))
@@ -163,9 +174,9 @@ class LumberjackStream(BufferedStream):
         self._after_damage = False
         if isinstance(frame, Compressed):
             budget = _Budget(self.options.max_inflate, MAX_INNER_FRAMES)
-            self._compressed(frame, offset, size, None, budget, 0, out, mark)
+            yield from self._compressed(frame, offset, size, None, budget, 0, mark, emit=True)
         else:
-            self._simple(frame, offset, size, None, out, mark)
+            yield from self._simple(frame, offset, size, None, mark)
 
     def _message(
         self, frame: LumberjackFrame, offset: int, size: int, inside: int | None, extra: dict[str, Any]
@@ -183,8 +194,8 @@ class LumberjackStream(BufferedStream):
         )
 
     def _simple(
-        self, frame: LumberjackFrame, offset: int, size: int, inside: int | None, out: list[Item], mark: dict[str, Any]
-    ) -> None:
+        self, frame: LumberjackFrame, offset: int, size: int, inside: int | None, mark: dict[str, Any]
+    ) -> Iterator[Item]:
         extra: dict[str, Any] = {}
         problem: Problem | None = None
         if isinstance(frame, Window):
@@ -192,15 +203,31 @@ class LumberjackStream(BufferedStream):
             extra.update(batch=self._windows, previous_count=self._last_window)
             self._last_window = frame.count
         elif isinstance(frame, Json):
-            value, why = parse_json(frame.payload) if frame.payload else (None, None)
-            extra["event"] = value
-            if why is not None:
-                extra["payload"] = json_bytes(frame.payload)
-                where = f" in the C frame at offset {inside}" if inside is not None else ""
-                problem = Problem(offset, "bad_json", f"J frame seq {frame.seq}{where}: invalid JSON: {why}")
-        out.append(self._message(frame, offset, size, inside, extra | mark))
+            problem = self._event(frame, offset, inside, extra)
+        yield self._message(frame, offset, size, inside, extra | mark)
         if problem is not None:
-            out.append(problem)
+            yield problem
+
+    def _event(self, frame: Json, offset: int, inside: int | None, extra: dict[str, Any]) -> Problem | None:
+        """A J frame's `event` (its parsed payload) into `extra`, and what is wrong with it."""
+        where = f" in the C frame at offset {inside}" if inside is not None else ""
+        cost = object_cost(frame.payload)
+        if cost > MAX_EVENT_OBJECTS:
+            # Parsed, small arrays and objects take ~20-100x their bytes:
+            # such a payload is shown as its bytes, not parsed.
+            extra.update(event=None, payload=json_bytes(frame.payload))
+            return Problem(
+                offset,
+                "event_limit",
+                f"J frame seq {frame.seq}{where}: {len(frame.payload)} bytes of JSON would take about "
+                f"{cost >> 20} MiB as objects (more than {MAX_EVENT_OBJECTS >> 20} MiB): not parsed",
+            )
+        value, why = parse_json(frame.payload) if frame.payload else (None, None)
+        extra["event"] = value
+        if why is None:
+            return None
+        extra["payload"] = json_bytes(frame.payload)
+        return Problem(offset, "bad_json", f"J frame seq {frame.seq}{where}: invalid JSON: {why}")
 
     def _compressed(
         self,
@@ -210,14 +237,14 @@ class LumberjackStream(BufferedStream):
         inside: int | None,
         budget: _Budget,
         depth: int,
-        out: list[Item],
         mark: dict[str, Any],
-    ) -> None:
+        emit: bool,
+    ) -> Iterator[Item]:
         """A C frame, then the frames it holds (recursively), then what is
-        wrong with its zlib data."""
+        wrong with its zlib data.  Not `emit`: only walked, for what it
+        takes of the budget (see `_inner`)."""
         top = offset if inside is None else inside
         where = f"the C frame at offset {top}" + (f" (nested {depth} deep)" if depth else "")
-        inner: list[Item] = []
         problems: list[Problem] = []
         extra: dict[str, Any] = {"inflated_size": None, "frames": None, "complete": False}
         if depth >= MAX_NESTING:
@@ -225,64 +252,78 @@ class LumberjackStream(BufferedStream):
         else:
             inflated = inflate(frame.payload, budget.bytes)
             if inflated.over:
-                problems.append(
-                    Problem(
-                        top,
-                        "inflate_limit",
-                        f"{where} inflates to more than {self.options.max_inflate} bytes (--max-inflate)",
-                        extra={"limit": self.options.max_inflate},
-                    )
-                )
+                limit = self.options.max_inflate
+                text = f"{where} inflates to more than {limit} bytes (--max-inflate)"
+                problems.append(Problem(top, "inflate_limit", text, extra={"limit": limit}))
             else:
                 budget.bytes -= len(inflated.data)
                 extra.update(inflated_size=len(inflated.data))
                 # A zlib stream cut short or corrupt usually ends mid-frame:
                 # that is its fault, reported once as bad_zlib.
                 whole = inflated.error is None
-                extra["frames"], read_all = self._inner(inflated.data, top, where, budget, depth, whole, inner)
-                extra["complete"] = whole and read_all
+                walk = (inflated.data, top, where, depth, whole)
+                if emit:
+                    # The C frame's message comes first and says how many
+                    # frames it holds: a walk that only counts tells, on a
+                    # copy of the budget, before the one that yields them.
+                    counted = _result(self._inner(*walk, _Budget(budget.bytes, budget.frames), emit=False))
+                    extra["frames"], extra["complete"] = counted[0], whole and counted[1]
+                    yield self._message(frame, offset, size, inside, extra | mark)
+                yield from self._inner(*walk, budget, emit=emit)
                 if inflated.error is not None:
                     problems.append(Problem(top, "bad_zlib", f"{where}: {inflated.error}"))
-        out.append(self._message(frame, offset, size, inside, extra | mark))
-        out.extend(inner)
-        out.extend(problems)
+                if emit:
+                    yield from problems
+                return
+        if emit:
+            yield self._message(frame, offset, size, inside, extra | mark)
+            yield from problems
 
     def _inner(
-        self, data: bytes, top: int, where: str, budget: _Budget, depth: int, whole: bool, out: list[Item]
-    ) -> tuple[int, bool]:
-        """Decode the inflated bytes of a C frame (whole frames only): how
-        many frames it holds directly, and whether all of them were read."""
+        self, data: bytes, top: int, where: str, depth: int, whole: bool, budget: _Budget, emit: bool
+    ) -> Generator[Item, None, tuple[int, bool]]:
+        """The frames in the inflated bytes of a C frame (whole frames
+        only), one by one; returns how many it holds directly, and whether
+        all of them were read.  Not `emit`: only the budget is spent."""
         p, n, count = 0, len(data), 0
         while p < n:
             r = read_frame(data, p, n, self.options.max_payload)
             if isinstance(r, Need):
                 if not whole:
                     return count, False
-                kind = TYPE_LETTERS.get(data[p + 1], "?") if n - p > 1 else "?"
-                out.append(
-                    Problem(
-                        top,
-                        "compressed_partial_frame",
-                        f"{where}: its inflated data ends inside a {kind} frame (at inflated byte {p}, {n - p} left)",
-                    )
-                )
+                if emit:
+                    kind = TYPE_LETTERS.get(data[p + 1], "?") if n - p > 1 else "?"
+                    text = f"{where}: its inflated data ends inside a {kind} frame (at inflated byte {p}, {n - p} left)"
+                    yield Problem(top, "compressed_partial_frame", text)
                 return count, False
             if isinstance(r, Invalid):
-                left = f"; the last {n - p} inflated bytes are skipped"
-                out.append(Problem(top, r.kind, f"{where}, inflated byte {p}: {r.detail}{left}"))
+                if emit:
+                    left = f"; the last {n - p} inflated bytes are skipped"
+                    yield Problem(top, r.kind, f"{where}, inflated byte {p}: {r.detail}{left}")
                 return count, False
             if budget.frames == 0:
-                out.append(Problem(top, "inflate_limit", f"{where} holds more than {MAX_INNER_FRAMES} frames"))
+                if emit:
+                    yield Problem(top, "inflate_limit", f"{where} holds more than {MAX_INNER_FRAMES} frames")
                 return count, False
             budget.frames -= 1
             frame, end = r
             count += 1
             if isinstance(frame, Compressed):
-                self._compressed(frame, top, 0, top, budget, depth + 1, out, {})
-            else:
-                self._simple(frame, top, 0, top, out, {})
+                yield from self._compressed(frame, top, 0, top, budget, depth + 1, {}, emit)
+            elif emit:
+                yield from self._simple(frame, top, 0, top, {})
             p = end
         return count, True
+
+
+def _result(walk: Generator[Item, None, tuple[int, bool]]) -> tuple[int, bool]:
+    """What a walk that yields nothing returns."""
+    while True:
+        try:
+            next(walk)
+        except StopIteration as end:
+            counted: tuple[int, bool] = end.value
+            return counted
 
 
 def _plausible_key(key: bytes) -> bool:

@@ -5,7 +5,7 @@ has): `version`, then per type
     Window      count, batch (1, 2, ... in this stream), previous_count (null for the first)
     Ack         seq, keepalive (seq 0)
     Data        seq, pairs (the pair count), event (an object: key -> value)
-    Json        seq, length, event (the parsed document; null when invalid), payload (only when invalid)
+    Json        seq, length, event (the parsed document; null when invalid or not parsed), payload (only then)
     Compressed  length, inflated_size, frames (frames directly inside; both null when not inflated),
                 complete (every frame inside was read: false after bad_zlib, inflate_limit...)
 and `in_compressed` on every frame found inside a `C` frame.
@@ -22,6 +22,20 @@ from ripple_cli.protocols.lumberjack.wire import Ack, Compressed, Data, Json, Lu
 
 SUMMARY_WIDTH = 100
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+# What the parsed form of one J payload may take: small arrays and objects
+# take 20-100 times their bytes as Python objects.
+MAX_EVENT_OBJECTS = 128 << 20
+_OBJECT = 64  # bytes of objects per value: a small list, dict, string or number, and its slot
+
+
+def object_cost(payload: bytes) -> int:
+    """About what `parse_json(payload)` would take, from the bytes that
+    start or separate values (counted at C speed, over-counting those in
+    strings): decided before parsing, so a bomb is never built."""
+    marks = payload.count(b"[") + payload.count(b"{") + payload.count(b",") + payload.count(b":")
+    return _OBJECT * (marks + 1) + len(payload)
 
 
 def parse_json(payload: bytes) -> tuple[Any, str | None]:
