@@ -43,6 +43,29 @@ def typed_out(where: str, plan: Plan, tables: bool) -> TypedOut | None:
 DEFAULT_PARTITION = "event_hour"
 
 
+def checked_out(out: str, fmt: str, partition_by: str | None, tables: bool, overwrite: bool) -> str:
+    """OUT and the table's options as export can take them, before any
+    input is read; the partition column ("none" for none)."""
+    if tables and fmt != "parquet":
+        raise UsageProblem(f"--tables: the typed tables are Parquet only (not -F {fmt})")
+    if tables and is_url(out):
+        # The typed tables' part files are renamed into place (tablefiles.py): a directory by its path only.
+        raise UsageProblem(f"--tables: OUT is a directory's path, not a URL ({out})")
+    if partition_by is None:
+        partition_by = DEFAULT_PARTITION if fmt == "parquet" else "none"
+    if partition_by != "none" and partition_by not in COLUMN_NAMES:
+        raise UsageProblem(f"--partition-by: {partition_by!r} is not a column (columns: {', '.join(COLUMN_NAMES)})")
+    if exists(out) and not overwrite:
+        raise InputUnreadable(f"{out}: already exists (--overwrite replaces it)")
+    if is_url(out):
+        check_parent(out)
+    else:
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent):
+            raise InputUnreadable(f"{out}: directory {parent} does not exist")
+    return partition_by
+
+
 @click.command()
 @click.option(
     "--output",
@@ -98,23 +121,7 @@ def export(
     input are rows of the table (see the problem column).  With --tables,
     each source output's Deltas also go to a typed table of their own.
     """
-    if tables and fmt != "parquet":
-        raise UsageProblem(f"--tables: the typed tables are Parquet only (not -F {fmt})")
-    if tables and is_url(out):
-        # The typed tables' part files are renamed into place (tablefiles.py): a directory by its path only.
-        raise UsageProblem(f"--tables: OUT is a directory's path, not a URL ({out})")
-    if partition_by is None:
-        partition_by = DEFAULT_PARTITION if fmt == "parquet" else "none"
-    if partition_by != "none" and partition_by not in COLUMN_NAMES:
-        raise UsageProblem(f"--partition-by: {partition_by!r} is not a column (columns: {', '.join(COLUMN_NAMES)})")
-    if exists(out) and not overwrite:
-        raise InputUnreadable(f"{out}: already exists (--overwrite replaces it)")
-    if is_url(out):
-        check_parent(out)
-    else:
-        parent = os.path.dirname(os.path.abspath(out))
-        if not os.path.isdir(parent):
-            raise InputUnreadable(f"{out}: directory {parent} does not exist")
+    partition_by = checked_out(out, fmt, partition_by, tables, overwrite)
     run = BatchRun(env, batch)
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.

@@ -206,19 +206,7 @@ def replay(
     peer = address_text(*(to or listen))  # type: ignore[misc]
     pacing = timing.pacing
     stats = ReplayStats(peer, pacing.describe(), pacing.paced, skipped=source_problems)
-    s = sending
-    opts = ReplayOptions(
-        to,
-        listen,
-        pacing,
-        s.loops,
-        s.limit,
-        s.renumber,
-        s.handshake_timeout,
-        inputs.max_payload,
-        s.renumber_from,
-        wait_answer=s.handshake == "wait",
-    )
+    opts = _options(to, listen, pacing, sending, inputs.max_payload)
     try:
         run_replay(recordings, opts, stats, lambda text: env.problem_line(f"ripple: {text}"))
     except KeyboardInterrupt:
@@ -233,6 +221,23 @@ def replay(
         raise
     _report(env, stats, fmt)
     return EXIT_PROBLEMS if source_problems else EXIT_OK
+
+
+def _options(
+    to: tuple[str, int] | None, listen: tuple[str, int] | None, pacing: Pacing, s: Sending, max_payload: int
+) -> ReplayOptions:
+    return ReplayOptions(
+        to,
+        listen,
+        pacing,
+        s.loops,
+        s.limit,
+        s.renumber,
+        s.handshake_timeout,
+        max_payload,
+        s.renumber_from,
+        wait_answer=s.handshake == "wait",
+    )
 
 
 def _pacing(
