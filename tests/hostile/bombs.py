@@ -3,12 +3,15 @@ naive decoding costs far more than their size (issue 15)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.envelope import build_envelope
@@ -79,12 +82,33 @@ def run_limited(
     inherited = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     child = dict(inherited, PYTHONPATH=str(ROOT), NO_COLOR="1", **(env or {}))
     child["RIPPLE_PURE"] = "1" if pure else "0"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    p = subprocess.run(
-        [sys.executable, "-m", "ripple_cli", *args], input=stdin, capture_output=True, env=child, preexec_fn=cap
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child,
+        preexec_fn=cap,
     )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return Run(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"), max(after, before))
+    out: dict[str, bytes] = {}
+
+    def drain(name: str, f: IO[bytes]) -> None:
+        out[name] = f.read()
+
+    readers = [threading.Thread(target=drain, args=(n, f)) for n, f in (("out", p.stdout), ("err", p.stderr))]
+    for t in readers:
+        t.start()
+    assert p.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # a child that stops reading early
+        p.stdin.write(stdin)
+        p.stdin.close()
+    for t in readers:
+        t.join()
+    # This child's own peak, from wait4: RUSAGE_CHILDREN is the largest of
+    # every child the test process ever waited for (a JVM, tcpdump...).
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return Run(p.returncode, out["out"], out["err"].decode("utf-8", "replace"), usage.ru_maxrss)
 
 
 def many_schemas(count: int) -> bytes:
