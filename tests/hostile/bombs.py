@@ -3,15 +3,13 @@ naive decoding costs far more than their size (issue 15)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import subprocess
 import sys
-import threading
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.envelope import build_envelope
@@ -82,33 +80,36 @@ def run_limited(
     inherited = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     child = dict(inherited, PYTHONPATH=str(ROOT), NO_COLOR="1", **(env or {}))
     child["RIPPLE_PURE"] = "1" if pure else "0"
-    p = subprocess.Popen(
-        [sys.executable, "-m", "ripple_cli", *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=child,
-        preexec_fn=cap,
-    )
-    out: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        peak = Path(tmp) / "peak"
+        p = subprocess.run(
+            [sys.executable, "-c", _MEASURED, str(peak), *args],
+            input=stdin,
+            capture_output=True,
+            env=child,
+            preexec_fn=cap,
+        )
+        maxrss_kb = int(peak.read_text())
+    return Run(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"), maxrss_kb)
 
-    def drain(name: str, f: IO[bytes]) -> None:
-        out[name] = f.read()
 
-    readers = [threading.Thread(target=drain, args=(n, f)) for n, f in (("out", p.stdout), ("err", p.stderr))]
-    for t in readers:
-        t.start()
-    assert p.stdin is not None
-    with contextlib.suppress(BrokenPipeError):  # a child that stops reading early
-        p.stdin.write(stdin)
-        p.stdin.close()
-    for t in readers:
-        t.join()
-    # This child's own peak, from wait4: RUSAGE_CHILDREN is the largest of
-    # every child the test process ever waited for (a JVM, tcpdump...).
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return Run(p.returncode, out["out"], out["err"].decode("utf-8", "replace"), usage.ru_maxrss)
+# `python -m ripple_cli ARGS` that writes its own peak RSS (VmHWM, kB) to
+# PEAK at exit.  Not the child's rusage: a process forked from a big parent
+# (pytest, after the Spark tests) keeps the parent's peak in its ru_maxrss
+# across exec; VmHWM starts anew with the exec'd program.
+_MEASURED = """
+import atexit, runpy, sys
+
+def _peak(path=sys.argv[1]):
+    with open("/proc/self/status") as f:
+        kb = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+    with open(path, "w") as f:
+        f.write(kb)
+
+atexit.register(_peak)
+sys.argv = ["ripple", *sys.argv[2:]]
+runpy.run_module("ripple_cli", run_name="__main__", alter_sys=True)
+"""
 
 
 def many_schemas(count: int) -> bytes:
