@@ -64,3 +64,13 @@ def test_bad_inputs(args: list[str], line: str, tmp_path: Path, monkeypatch: pyt
     monkeypatch.chdir(tmp_path)
     r = run_cli(["wireshark", *args])
     assert (r.code, r.stdout, r.stderr) == (3, b"", line)
+
+
+def test_inputs_without_a_schema_say_so(tmp_path: Path) -> None:
+    """The dissector is written (exit 0), with one line saying its Deltas
+    will be raw bytes: the inputs held no Handshake."""
+    path = tmp_path / "noise.bin"
+    path.write_bytes(bytes(range(256)) * 4)
+    r = run_cli(["wireshark", str(path), "-o", str(tmp_path / "r.lua")])
+    assert (r.code, r.stderr) == (0, f"ripple: wireshark: no schema in {path}: Deltas show as raw bytes\n")
+    assert (tmp_path / "r.lua").read_text().startswith("--")

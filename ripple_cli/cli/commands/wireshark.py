@@ -61,6 +61,9 @@ def wireshark(
 
     found = collect_schemas(Inputs(schemas=schemas, max_payload=max_payload), inputs, env)
     names = PROTOCOLS if protocol == "all" else (protocol,)
+    if inputs and not found and "ripple" in names:
+        # Exit 0 (the dissector is written), but a user who gave inputs expected typed Deltas.
+        env.problem_line(f"ripple: wireshark: no schema in {', '.join(inputs)}: Deltas show as raw bytes")
     text = generate(names, found, port).encode("utf-8")
     if output is None or output == "-":
         env.stdout.write(text)
