@@ -94,10 +94,11 @@ class FrameDecoder:
     def _make_room(self, k: int) -> None:
         keep = self._pos
         pre = self._prefixes
-        if pre is not None:  # the prefix marks need the bytes from the last one on
+        if pre is not None:  # a later candidate's range CRC needs the bytes from the mark before it on
             start = self._base + self._pos
-            pre.extend(self._buf, self._base, start - (start - pre.origin) % STEP)
-            keep = min(keep, pre.covered - self._base)
+            mark = start - (start - pre.origin) % STEP
+            pre.extend(self._buf, self._base, mark)
+            keep = min(keep, mark - self._base)  # not `covered`: marks may reach past _pos
         pending = self._end - keep
         if keep:
             self._buf[:pending] = self._buf[keep : self._end]

@@ -324,6 +324,22 @@ def test_envelope_inside_damaged_region_is_found() -> None:
     assert shape(events) == [(0, ("bad_length", 64)), (64, "Heartbeat")]
 
 
+def test_envelope_after_a_long_claim_is_found_in_any_chunking() -> None:
+    """A candidate after damage claiming a long payload (its CRC from the
+    prefix marks, crcrange.py) reaches past an intact envelope's start; the
+    buffer, made room for between chunks, must keep the bytes from the mark
+    before that envelope (it kept them only from the last mark, so a chunk
+    ending inside the envelope lost it)."""
+    good = build_envelope(5, 1, 0, b"x", b"A" * 2000)
+    claim = HEADER.pack(MAGIC, 1, 5, 0, 1, 0, b"x".ljust(32, b"\0"), 1500)
+    data = b"\x00" + claim + b"j" * (500 - 1 - len(claim)) + good + b"z" * 100
+    for cut in range(1600, 500 + len(good), 97):
+        dec = FrameDecoder()
+        items = dec.feed(data[:cut]) + dec.feed(data[cut:]) + dec.finish()
+        frames = [i for i in items if isinstance(i, Frame)]
+        assert [f.offset for f in frames] == [500], cut
+
+
 # ---------------------------------------------------------------- payload problems
 
 
