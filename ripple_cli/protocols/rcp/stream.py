@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ripple_cli.codec.crc import crc32c
+from ripple_cli.codec.crcrange import STEP, Prefixes
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, json_bytes
 from ripple_cli.protocols.buffered import BufferedStream
@@ -56,6 +58,17 @@ class RcpStream(BufferedStream):
         # its newline: a long line arriving in pieces is scanned once.
         self._scanned = 0
         self._line_reported = False  # unexpected_jsonl is reported once per direction
+        # While candidates are tried (resync, or frames inside a frame whose
+        # CRC fails), the CRCs of the stream's prefixes from where the search
+        # began: a candidate's CRC then costs the same whatever the payload
+        # its header claims (crcrange.py), so that a search over headers
+        # claiming large payloads stays linear.
+        self._prefixes: Prefixes | None = None
+        # The frame at the boundary whose CRC fails while the search for a
+        # whole frame inside it waits for bytes: (its stream offset, the
+        # stream offset of the first candidate not yet decided), so that
+        # each chunk goes on from there instead of starting again.
+        self._suspect: tuple[int, int] | None = None
 
     # ------------------------------------------------------------ decoding
 
@@ -110,15 +123,15 @@ class RcpStream(BufferedStream):
         buf = self._buf
         n = len(buf)
         p = self._pos
+        line_at = -2  # not looked for yet (-1: none in the buffer); looked for again only once passed
         while True:
             frame_at = buf.find(MAGIC, p)
-            line_at = -1
-            if self.jsonl:
-                nl = buf.find(b"\n", p)
-                line_at = nl + 1 if nl >= 0 else -1
-            elif self._lines_possible():
-                nl = buf.find(b"\n{", p)
-                line_at = nl + 1 if nl >= 0 else -1
+            if self.jsonl or self._lines_possible():
+                if line_at == -2 or 0 <= line_at - 1 < p:
+                    nl = buf.find(b"\n" if self.jsonl else b"\n{", p)
+                    line_at = nl + 1 if nl >= 0 else -1
+            else:
+                line_at = -1
             if frame_at < 0 and line_at < 0:
                 # Keep the tail that may begin a magic or a newline-brace.
                 self._pos = n if final else max(p, n - 3)
@@ -131,7 +144,7 @@ class RcpStream(BufferedStream):
                 self._close_damage(line_at, out)
                 self._pos = line_at
                 return True
-            found = valid_frame_at(buf, frame_at, n, self.max_payload)
+            found = valid_frame_at(buf, frame_at, n, self.max_payload, self._crc)
             if found is True and not final:
                 self._pos = frame_at  # a frame may start here: wait for the rest of it
                 return False
@@ -158,43 +171,84 @@ class RcpStream(BufferedStream):
             if final:
                 # The stream ends inside it: an inflated length, when whole
                 # frames start within its bytes (they are decoded, not lost).
-                inner = self._frame_within(p + 1, n, final)
-                if isinstance(inner, int) and inner is not True:
+                inner, _ = self._frame_within(p + 1, n, final)
+                if inner is not None:
                     detail = f"frame length {header.size} runs past the end of the stream"
                     self._open_damage(p, "bad_length", f"{detail}; a whole frame starts at {self._base + inner}")
                     self._pos = p + 1
                     return True
             return False
-        frame = read_frame(buf, p, header)
-        if frame.crc_ok is False:
+        at = self._base + p
+        if self._suspect is None or self._suspect[0] != at:
+            self._suspect = None
+            start = p + HEADER_SIZE + header.header_len
+            if header.flags & CRC_PRESENT and crc32c(memoryview(buf)[start : p + header.size]) != header.crc:
+                self._suspect = (at, at + 1)
+        if self._suspect is not None:
             # A wrong CRC over bytes that hold whole frames: the length is
             # what is wrong (inflated), and those frames are intact.
-            inner = self._frame_within(p + 1, p + header.size, final)
-            if inner is True:
+            inner, wait = self._frame_within(self._suspect[1] - self._base, p + header.size, final)
+            if wait:
+                assert inner is not None
+                self._suspect = (at, self._base + inner)
                 return False  # a frame may start inside it: wait for the rest of that one
-            if isinstance(inner, int):
+            self._suspect = None
+            if inner is not None:
                 detail = f"frame length {header.size} fails its CRC; a whole frame starts at {self._base + inner}"
                 self._open_damage(p, "bad_length", detail)
                 self._pos = p + 1
                 return True
+        frame = read_frame(buf, p, header)
         self._pos = p + header.size
-        self._emit_frame(self._base + p, frame, out)
+        self._emit_frame(at, frame, out)
         return True
 
-    def _frame_within(self, start: int, end: int, final: bool) -> int | bool | None:
+    def _frame_within(self, start: int, end: int, final: bool) -> tuple[int | None, bool]:
         """Where the first sure frame starting in `_buf[start:end]` is (it
-        may end beyond `end`, within the buffer); None: there is none; True:
-        more bytes would tell."""
+        may end beyond `end`, within the buffer), or None: there is none;
+        and whether more bytes would tell (then the place is the first
+        candidate still undecided: those before it are not frames)."""
         buf = self._buf
         at = buf.find(MAGIC, start, end)
         while at >= 0:
-            found = valid_frame_at(buf, at, len(buf), self.max_payload)
+            found = valid_frame_at(buf, at, len(buf), self.max_payload, self._crc)
             if isinstance(found, RcpFrame):
-                return at
+                return at, False
             if found is True and not final:
-                return True
+                return at, True
             at = buf.find(MAGIC, at + 1, end)
-        return None
+        return None, False
+
+    def _crc(self, start: int, end: int) -> int:
+        """crc32c(_buf[start:end]), for a candidate at or after `_pos`."""
+        if end - start < STEP:
+            return crc32c(memoryview(self._buf)[start:end])
+        base = self._base
+        pre = self._prefixes
+        if pre is None:
+            pre = self._prefixes = Prefixes(base + self._pos)
+        return pre.crc(self._buf, base, base + start, base + end)
+
+    def _compact(self) -> None:
+        pre = self._prefixes
+        if pre is None or (self._suspect is None and self._damage is None):
+            self._prefixes = None  # no search open: nothing to keep
+            super()._compact()
+            return
+        # Keep the bytes from the prefix mark at or before `_pos` on: the
+        # range CRC of a later candidate starts from that mark.
+        start = self._base + self._pos
+        mark = start - (start - pre.origin) % STEP
+        pre.extend(self._buf, self._base, mark)
+        keep = mark - self._base
+        if keep > 0:
+            del self._buf[:keep]
+            self._base += keep
+            self._pos -= keep
+
+    def _forget_across_gap(self) -> None:
+        self._prefixes = None
+        self._suspect = None
 
     def _line(self, out: list[Item]) -> bool:
         """The JSON line at the boundary; False when more bytes are needed."""

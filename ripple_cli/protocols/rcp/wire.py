@@ -15,6 +15,7 @@ Everything here is pure: bytes in, values out, and back.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ripple_cli.codec.crc import crc32c
@@ -124,12 +125,22 @@ def plausible_header(header: Header, max_payload: int) -> bool:
     return header.version == VERSION and not header.flags & ~VALID_FLAGS and header.payload_len <= max_payload
 
 
-def valid_frame_at(buf: bytes | bytearray | memoryview, pos: int, end: int, max_payload: int) -> RcpFrame | bool:
+def valid_frame_at(
+    buf: bytes | bytearray | memoryview,
+    pos: int,
+    end: int,
+    max_payload: int,
+    crc: Callable[[int, int], int] | None = None,
+) -> RcpFrame | bool:
     """Is there a frame at `pos` sure enough to resynchronise on?  The
     frame, or False when there is none, or True when more bytes would tell.
     Sure enough: magic, version 1, known flags, a payload within the bound,
     and a matching CRC (or, without CRC_PRESENT, a zero CRC field and a
-    payload that starts like a JSON object)."""
+    payload that starts like a JSON object).  `crc(start, stop)` gives the
+    CRC32C of `buf[start:stop]` where the caller has a cheaper way than
+    hashing the range (crcrange.py: resync tries every candidate, each
+    claiming a payload of its own); the payload is copied only once the
+    frame is known to be one."""
     have = end - pos
     head = bytes(buf[pos : pos + min(4, have)])
     if not MAGIC.startswith(head):
@@ -141,7 +152,11 @@ def valid_frame_at(buf: bytes | bytearray | memoryview, pos: int, end: int, max_
         return False
     if have < header.size:
         return True
-    frame = read_frame(buf, pos, header)
-    if frame.flags & CRC_PRESENT:
-        return frame if frame.crc_ok else False
-    return frame if frame.crc == 0 and frame.payload[:1] == b"{" else False
+    start, stop = pos + HEADER_SIZE + header.header_len, pos + header.size
+    if header.flags & CRC_PRESENT:
+        computed = crc(start, stop) if crc is not None else crc32c(memoryview(buf)[start:stop])
+        if computed != header.crc:
+            return False
+    elif header.crc != 0 or start == stop or buf[start] != 0x7B:  # "{"
+        return False
+    return read_frame(buf, pos, header)
