@@ -31,6 +31,7 @@ import difflib
 import math
 import operator
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from ripple_cli.protocols.base import Dissector
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.registry import PROTOCOLS as PROTOCOL_NAMES
+from ripple_cli.sexp.atoms import escape_text
 
 # A message is any protocol's (Decoded); Any here, because each protocol's
 # getters take their own message class.
@@ -56,6 +58,7 @@ class FilterError(UsageProblem):
     `column 17: expected a value after '=='`."""
 
     def __init__(self, message: str, column: int) -> None:
+        message = escape_text(message)  # one line, whatever token it quotes (a newline in a string, say)
         super().__init__(f"column {column}: {message}")
         self.reason = message
         self.column = column
@@ -380,7 +383,11 @@ def _literal(tok: _Token) -> _Literal:
         if text in ("true", "false"):
             boolean = text == "true"
         elif _INT_RE.match(text):
-            number = int(text, 16) if "x" in lower else int(text, 10)
+            try:
+                number = int(text, 16) if "x" in lower else int(text, 10)
+            except ValueError:  # more decimal digits than int() converts
+                limit = sys.get_int_max_str_digits()
+                raise FilterError(f"a number of more than {limit} digits", tok.column) from None
         elif lower.lstrip("+-") in _SPECIAL_FLOATS and len(lower) - len(lower.lstrip("+-")) <= 1:
             number = float(lower)
         elif _FLOAT_RE.match(text) and ("." in text or "e" in lower):
@@ -470,6 +477,10 @@ def _matches_tests(lit: _Literal) -> _Tests:
     except re.error as e:
         where = f" at position {e.pos}" if e.pos is not None else ""
         raise FilterError(f"bad regular expression: {e.msg}{where}", lit.column) from None
+    except OverflowError as e:  # a repetition count above what re takes: "a{99999999999}"
+        raise FilterError(f"bad regular expression: {e}", lit.column) from None
+    except RecursionError:  # re's parser recurses once per group: "((((...a))))"
+        raise FilterError("bad regular expression: groups nested too deep", lit.column) from None
     search = rx.search
 
     def on_bytes(v: Any) -> bool:

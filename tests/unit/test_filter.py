@@ -796,6 +796,11 @@ def test_every_field_is_exercised() -> None:
         ("output ~ (", 10, "expected a value after '~', found '('"),
         ('output ~ "("', 10, "bad regular expression: missing ), unterminated subpattern at position 0"),
         ('key matches "[a-"', 13, "bad regular expression: unterminated character set at position 0"),
+        # re raises OverflowError and RecursionError for these, not re.error
+        ('key ~ "a{99999999999999999999}"', 7, "bad regular expression: the repetition number is too large"),
+        ('key ~ "' + "(" * 1000 + '"', 7, "bad regular expression: groups nested too deep"),
+        ("seq < " + "9" * 5000, 7, "a number of more than 4300 digits"),  # int() refuses to convert it
+        ('key == a"x\ny"', 9, "expected 'and' or 'or' before '\"x\\ny\"'"),  # a message is one line
         ("seq == abc", 8, "expected a number for seq, found 'abc'"),
         ('seq == "5"', 8, "expected a number for seq, found '\"5\"'"),
         ("seq in {1, x}", 12, "expected a number for seq, found 'x'"),
