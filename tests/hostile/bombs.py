@@ -64,18 +64,30 @@ class Run:
     code: int
     stdout: bytes
     stderr: str
-    maxrss_kb: int
+    maxrss_kb: int  # -1: the child died before it could say (killed by a signal)
+    cpu_s: float = -1.0  # the child's own user + system CPU time, at exit (-1: as above)
 
 
 def run_limited(
-    args: list[str], stdin: bytes = b"", pure: bool = False, limit: int = LIMIT_AS, env: dict[str, str] | None = None
+    args: list[str],
+    stdin: bytes = b"",
+    pure: bool = False,
+    limit: int = LIMIT_AS,
+    env: dict[str, str] | None = None,
+    module: str = "ripple_cli",
+    cpu: int | None = None,
 ) -> Run:
     """`ripple ARGS` in a child process whose address space is capped, so
     a bomb ends in MemoryError instead of taking the machine; `env` adds
-    to its environment (COLUMNS is not inherited: a pipe's table is whole)."""
+    to its environment (COLUMNS is not inherited: a pipe's table is whole).
+    `module` runs another module as __main__ in its place (a driver that
+    runs many invocations, tests/hostile/fuzz_driver.py); `cpu` caps its
+    CPU time (RLIMIT_CPU, hard: SIGKILL), in seconds."""
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if cpu is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 
     inherited = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     child = dict(inherited, PYTHONPATH=str(ROOT), NO_COLOR="1", **(env or {}))
@@ -83,32 +95,36 @@ def run_limited(
     with tempfile.TemporaryDirectory() as tmp:
         peak = Path(tmp) / "peak"
         p = subprocess.run(
-            [sys.executable, "-c", _MEASURED, str(peak), *args],
+            [sys.executable, "-c", _MEASURED, str(peak), module, *args],
             input=stdin,
             capture_output=True,
             env=child,
             preexec_fn=cap,
         )
-        maxrss_kb = int(peak.read_text())
-    return Run(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"), maxrss_kb)
+        said = peak.read_text().split() if peak.exists() else []
+        maxrss_kb, cpu_s = (int(said[0]), float(said[1])) if len(said) == 2 else (-1, -1.0)
+    return Run(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"), maxrss_kb, cpu_s)
 
 
-# `python -m ripple_cli ARGS` that writes its own peak RSS (VmHWM, kB) to
-# PEAK at exit.  Not the child's rusage: a process forked from a big parent
-# (pytest, after the Spark tests) keeps the parent's peak in its ru_maxrss
-# across exec; VmHWM starts anew with the exec'd program.
+# `python -m MODULE ARGS` (MODULE: ripple_cli) that writes its own peak RSS
+# (VmHWM, kB) and CPU time (s) to PEAK at exit.  Not the child's rusage
+# from the parent: a process forked from a big parent (pytest, after the
+# Spark tests) keeps the parent's peak in its ru_maxrss across exec; VmHWM
+# starts anew with the exec'd program.  (Its CPU times start at zero.)
 _MEASURED = """
-import atexit, runpy, sys
+import atexit, resource, runpy, sys
 
 def _peak(path=sys.argv[1]):
     with open("/proc/self/status") as f:
         kb = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+    ru = resource.getrusage(resource.RUSAGE_SELF)
     with open(path, "w") as f:
-        f.write(kb)
+        f.write(f"{kb} {ru.ru_utime + ru.ru_stime}")
 
 atexit.register(_peak)
-sys.argv = ["ripple", *sys.argv[2:]]
-runpy.run_module("ripple_cli", run_name="__main__", alter_sys=True)
+module = sys.argv[2]
+sys.argv = ["ripple", *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 
 
