@@ -15,7 +15,7 @@ double, anything else that differs becomes string.
 from __future__ import annotations
 
 import json
-import os
+import posixpath
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from ripple_cli.protocols.base import ProtoMessage
 
+from .outdir import OutDir
 from .tables import TIME, table_metadata
 
 _INT64 = range(-(1 << 63), 1 << 63)
@@ -125,12 +126,18 @@ def _merge(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     return pa.string()
 
 
-def unify(table_dir: str) -> None:
+def unify(table_dir: str, out: OutDir | None = None) -> None:
     """Make a sibling table's part files agree on their columns: the union
     of their fields (in first-file order), each of the type `_merge` picks;
-    a file whose schema differs is rewritten cast to the common one."""
-    files = sorted(os.path.join(table_dir, n) for n in os.listdir(table_dir) if n.startswith("part-"))
-    schemas = [pq.read_schema(f) for f in files]
+    a file whose schema differs is rewritten cast to the common one.
+    `table_dir` is a path on `out`'s filesystem (a local one by default)."""
+    o = out
+    if o is None:
+        o = OutDir.of(table_dir)
+        table_dir = o.root  # a local path made absolute, as pyarrow's takes it
+    fs = o.fs
+    files = [p for p in o.listdir(table_dir) if posixpath.basename(p).startswith("part-")]
+    schemas = [pq.read_schema(f, filesystem=fs) for f in files]
     types: dict[str, pa.DataType] = {}
     for s in schemas:
         for f in s:
@@ -140,18 +147,17 @@ def unify(table_dir: str) -> None:
     for path, s in zip(files, schemas, strict=True):
         if s.remove_metadata() == common.remove_metadata():
             continue
-        t = pq.read_table(path)
+        t = pq.read_table(path, filesystem=fs)
         arrays = [t.column(f.name).cast(f.type) if f.name in s.names else pa.nulls(len(t), f.type) for f in common]
-        tmp = os.path.join(table_dir, "." + os.path.basename(path) + ".tmp")
-        pq.write_table(pa.Table.from_arrays(arrays, schema=common), tmp, compression="zstd")
-        os.replace(tmp, path)
+        # On an object store the object is replaced whole: readers see the old one or the new.
+        staged = o.staged(path)
+        pq.write_table(pa.Table.from_arrays(arrays, schema=common), staged, compression="zstd", filesystem=fs)
+        o.publish(staged, path)
 
 
-def sibling_dirs(out: str, protocols: Iterable[str]) -> list[str]:
+def sibling_dirs(out: OutDir, protocols: Iterable[str]) -> list[str]:
     """The table directories the tasks wrote under OUT/PROTOCOL/."""
     found: list[str] = []
     for p in protocols:
-        base = os.path.join(out, p)
-        if os.path.isdir(base):
-            found.extend(os.path.join(base, t) for t in sorted(os.listdir(base)))
+        found.extend(out.listdir(out.path(p)))
     return found

@@ -5,12 +5,14 @@ executor and in-process.
 A part file is named by the task's number (`part-NNNNN.parquet`) and
 written under a hidden name first, renamed once whole: a task Spark runs
 again writes the same file again, and readers (Spark, pyarrow) skip the
-hidden names of a task still running or lost.
+hidden names of a task still running or lost.  OUT may be a URL: each task
+writes its own part files through OUT's filesystem (outdir.py), on an
+object store under their final names at once (no atomic rename there).
 """
 
 from __future__ import annotations
 
-import os
+from functools import cached_property
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -19,6 +21,7 @@ from ripple_cli.codec.messages import DeltaView
 from ripple_cli.protocols import registry
 from ripple_cli.protocols.base import ProtoMessage
 
+from .outdir import OutDir
 from .rows import COLUMN_NAMES, Row, Where
 from .siblings import SiblingRows, sibling_dirs, unify
 from .tables import CONTEXT, Layout, TableRows, Writer
@@ -51,12 +54,16 @@ class TaskTables:
         self.layout = layout
         self.task = task
         self.tables: dict[tuple[str, str], TableRows] = {}
-        self.files: dict[tuple[str, str], tuple[str, str, pq.ParquetWriter]] = {}  # (path, its hidden name, writer)
+        self.files: dict[tuple[str, str], tuple[str, str, pq.ParquetWriter]] = {}  # (path, where staged, writer)
         self.rows = 0
         self.siblings: dict[tuple[str, str], SiblingRows] = {}  # by (protocol, message type)
         # By the CompiledSchema itself (identity): hashing a Schema per Delta costs more than its row.
         self._writers: dict[CompiledSchema, Writer] = {}
         self._parts: dict[tuple[str, str], int] = {}  # sibling part files written so far, by table
+
+    @cached_property
+    def _dir(self) -> OutDir:
+        return OutDir.of(self.out)  # here, in the task: its own environment's settings
 
     def sibling(self, where: Where, time_ns: int | None, msg: ProtoMessage) -> None:
         """A sibling protocol's message, to its (protocol, type) table."""
@@ -73,14 +80,18 @@ class TaskTables:
         # makes the files agree once every task is done).
         import pyarrow.parquet as pq
 
-        d = os.path.join(self.out, dir_name(table[0]), dir_name(table[1]))
-        os.makedirs(d, exist_ok=True)
-        k = self._parts.get(table, 0)
-        self._parts[table] = k + 1
-        name = f"part-{self.task:05d}-{k:04d}.parquet"
-        tmp = os.path.join(d, f".{name}.tmp")
-        pq.write_table(t.take(), tmp, compression="zstd")
-        os.replace(tmp, os.path.join(d, name))
+        o = self._dir
+        d = o.path(dir_name(table[0]), dir_name(table[1]))
+        try:
+            o.makedirs(d)
+            k = self._parts.get(table, 0)
+            self._parts[table] = k + 1
+            path = f"{d}/part-{self.task:05d}-{k:04d}.parquet"
+            staged = o.staged(path)
+            pq.write_table(t.take(), staged, compression="zstd", filesystem=o.fs)
+            o.publish(staged, path)
+        except OSError as e:
+            raise o.error(e) from None
 
     def add(self, row: Row, body: DeltaView) -> None:
         output = row[_OUTPUT]
@@ -101,21 +112,29 @@ class TaskTables:
 
         batch = t.take()
         f = self.files.get(where)
-        if f is None:
-            d = os.path.join(self.out, RIPPLE_DIR, dir_name(where[0] + where[1]))
-            os.makedirs(d, exist_ok=True)
-            path = os.path.join(d, f"part-{self.task:05d}.parquet")
-            tmp = os.path.join(d, f".part-{self.task:05d}.parquet.tmp")
-            f = self.files[where] = (path, tmp, pq.ParquetWriter(tmp, batch.schema, compression="zstd"))
-        f[2].write_batch(batch)
+        o = self._dir
+        try:
+            if f is None:
+                d = o.path(RIPPLE_DIR, dir_name(where[0] + where[1]))
+                o.makedirs(d)
+                path = f"{d}/part-{self.task:05d}.parquet"
+                staged = o.staged(path)
+                writer = pq.ParquetWriter(staged, batch.schema, filesystem=o.fs, compression="zstd")
+                f = self.files[where] = (path, staged, writer)
+            f[2].write_batch(batch)
+        except OSError as e:
+            raise o.error(e) from None
 
     def close(self) -> None:
         for where, t in self.tables.items():
             if len(t):
                 self._write(where, t)
-        for path, tmp, writer in self.files.values():
-            writer.close()
-            os.replace(tmp, path)
+        for path, staged, writer in self.files.values():
+            try:
+                writer.close()
+                self._dir.publish(staged, path)
+            except OSError as e:
+                raise self._dir.error(e) from None
         for table, st in self.siblings.items():
             if len(st):
                 self._write_sibling(table, st)
@@ -138,5 +157,9 @@ class TypedOut:
 
 def finish_tables(out: str) -> None:
     """Once every task is done: the sibling tables' part files made to agree."""
-    for d in sibling_dirs(out, [name for name in registry.names() if name != RIPPLE_DIR]):
-        unify(d)
+    o = OutDir.of(out)
+    try:
+        for d in sibling_dirs(o, [name for name in registry.names() if name != RIPPLE_DIR]):
+            unify(d, o)
+    except OSError as e:
+        raise o.error(e) from None

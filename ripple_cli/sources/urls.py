@@ -281,6 +281,13 @@ def destination(spec: str) -> tuple[pafs.FileSystem, str]:
     return url.filesystem(), _fs_path(url)
 
 
+def renames_atomically(spec: str) -> bool:
+    """Whether a file can be written under a hidden name and renamed into
+    place at once: a local path, file:// and HDFS; not an object store
+    (S3 and GCS copy an object to "rename" it)."""
+    return not is_url(spec) or SCHEMES[parse(spec).scheme] in ("file", "hdfs")
+
+
 def exists(spec: str) -> bool:
     if not is_url(spec):
         return os.path.exists(spec)

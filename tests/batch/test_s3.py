@@ -3,7 +3,9 @@ server mode on 127.0.0.1: tests/batch/s3server.py), reached through the
 standard AWS variables only: a prefix of raw streams and captures (a
 rotated pair among them), a glob, s3a:// as s3://, file://; the table
 written to the bucket; the rows and the figures those of the same files
-read locally, in-process, on local Spark and on the standalone cluster."""
+read locally, in-process, on local Spark and on the standalone cluster;
+the typed tables of `export --tables` written to the bucket as they are
+to a local directory."""
 
 from __future__ import annotations
 
@@ -13,18 +15,25 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 
 from ripple_cli.batch.rows import COLUMN_NAMES
+from ripple_cli.batch.tablefiles import finish_tables
 from tests.batch.s3server import S3Server, start_s3
 from tests.batch.standalone import Standalone
 from tests.batch.test_cluster import cluster_args, ripple
 from tests.batch.test_spark_export import _sorted, in_process_rows, table_rows, text_table_rows
+from tests.batch.test_typed_tables import DEMO_TABLES, EXAMPLES, SIBLING_CAPTURES
 from tests.batch.test_without_spark import HIDE
+from tests.batch.typedkit import export_tables
 from tests.conftest import ROOT, run_cli
 from tests.docs import doctest_shell as ds_docs
 
@@ -94,14 +103,19 @@ def test_s3a_glob_and_a_rotated_set(
     assert s3_table(s3, "tables/rotated", "jsonl") == expected
 
 
-def test_export_in_process_without_pyspark(s3: S3Server, s3_inputs: str, mixed_dir: Path, tmp_path: Path) -> None:
-    """Without PySpark the in-process run reads and writes by URL too (csv)."""
+def _without_pyspark(s3: S3Server, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """ripple run in-process (PySpark hidden), the S3 server's settings in its environment."""
     code = HIDE.format(hidden=("pyspark",))
-    args = ["export", "-F", "csv", "--split-size", "8192", f"s3://{s3_inputs}", "-o", "s3://tables/inproc"]
     env = {**_clean_env(), **s3.env}
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600
     )
+
+
+def test_export_in_process_without_pyspark(s3: S3Server, s3_inputs: str, mixed_dir: Path, tmp_path: Path) -> None:
+    """Without PySpark the in-process run reads and writes by URL too (csv)."""
+    args = ["export", "-F", "csv", "--split-size", "8192", f"s3://{s3_inputs}", "-o", "s3://tables/inproc"]
+    done = _without_pyspark(s3, args)
     assert done.returncode == 0, done.stderr
     assert "1,198 messages, 4 problems -> s3://tables/inproc (csv; in-process, without Spark)" in done.stderr
     expected = renamed(in_process_rows([str(mixed_dir)], 8192), mixed_dir, f"s3://{s3_inputs}")
@@ -133,6 +147,111 @@ def test_file_urls(spark: object, mixed_dir: Path, tmp_path: Path) -> None:
     assert res.code == 0, res.stderr
     got = table_rows(out)
     assert got == renamed(in_process_rows([str(mixed_dir)], 8192), mixed_dir, f"file://{mixed_dir}")
+
+
+# ------------------------------------------------------------------ export --tables
+
+
+def typed_files(fs: pafs.FileSystem, root: str) -> dict[str, tuple[list[str], list[pa.Schema], list[dict[str, Any]]]]:
+    """The typed tables under OUT (`root` on `fs`: a bucket's prefix or a
+    local directory), read back with pyarrow through `fs`: by table
+    directory (ripple/vwap, lumberjack/Json ...), its part files' names,
+    their schemas, and its rows in a fixed order."""
+    names: dict[str, list[str]] = defaultdict(list)
+    for i in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+        rel = i.path[len(root) :].strip("/")
+        if i.type == pafs.FileType.File and not rel.startswith("messages/"):
+            table, name = rel.rsplit("/", 1)
+            names[table].append(name)
+    return {
+        table: (
+            sorted(files),
+            [pq.read_schema(f"{root}/{table}/{n}", filesystem=fs) for n in sorted(files)],
+            sorted(pq.read_table(f"{root}/{table}", filesystem=fs).to_pylist(), key=repr),
+        )
+        for table, files in sorted(names.items())
+    }
+
+
+def typed_inputs(mixed_dir: Path) -> list[str]:
+    """Raw streams and captures, a rotated pair among them, and one capture
+    per sibling protocol: every kind of typed table, several part files each."""
+    return [str(mixed_dir), *(str(EXAMPLES / name) for name in SIBLING_CAPTURES)]
+
+
+def check_typed(got: dict[str, Any], want: dict[str, Any]) -> None:
+    assert sorted(got) == sorted(want)
+    assert {t.split("/")[0] for t in got} == {"ripple", "lumberjack", "rcp", "pravega", "reactive-streams"}
+    for table, (names, schemas, rows) in got.items():
+        assert all(n.startswith("part-") for n in names), table  # nothing hidden, nothing staged
+        assert (names, schemas) == want[table][:2], table
+        assert rows == want[table][2], table
+
+
+def test_typed_tables_to_s3_in_process(s3: S3Server, mixed_dir: Path, tmp_path: Path) -> None:
+    """export --tables to a bucket's prefix writes what it writes to a local
+    directory: the same part files, the same schemas (the sibling tables'
+    made to agree through S3), the same rows."""
+    args = ["export", "--tables", "--split-size", "8192", *typed_inputs(mixed_dir)]
+    local = tmp_path / "local"
+    here = _without_pyspark(s3, [*args, "-o", str(local)])
+    assert here.returncode == 0, here.stderr
+    s3.bucket("tables")
+    there = _without_pyspark(s3, [*args, "-o", "s3://tables/typed/inproc"])
+    assert there.returncode == 0, there.stderr
+    assert "-> s3://tables/typed/inproc (parquet, partitioned by event_hour, with typed tables; in-process" in (
+        there.stderr
+    )
+    want = typed_files(pafs.LocalFileSystem(), str(local))
+    check_typed(typed_files(s3.fs(), "tables/typed/inproc"), want)
+    assert s3_table(s3, "tables/typed/inproc/messages") == table_rows(local / "messages")
+
+
+def test_typed_tables_to_s3_on_local_spark(spark: object, s3: S3Server, mixed_dir: Path, aws: dict[str, str]) -> None:
+    """The executors write their own typed part files to the bucket, and
+    the driver makes the sibling tables' agree there: the tables the
+    in-process run writes to a local directory."""
+    inputs = typed_inputs(mixed_dir)
+    s3.bucket("tables")
+    res = run_cli(["export", "-q", "--tables", "--split-size", "8192", *inputs, "-o", "s3://tables/typed/spark"])
+    assert res.code == 0, res.stderr
+    local = Path(tempfile.mkdtemp(prefix="typed-local-"))
+    try:
+        export_tables(inputs, local, 8192)
+        finish_tables(str(local))
+        want = typed_files(pafs.LocalFileSystem(), str(local))
+    finally:
+        shutil.rmtree(local)
+    check_typed(typed_files(s3.fs(), "tables/typed/spark"), want)
+    assert s3_table(s3, "tables/typed/spark/messages") == in_process_rows(inputs, 8192)
+
+
+def test_typed_tables_overwrite_an_s3_out(s3: S3Server, tmp_path: Path) -> None:
+    """--overwrite removes the old OUT's objects through S3 (the sibling
+    tables of a first run with captures are gone); without it, refused."""
+    url = "s3://tables/typed/again"
+    s3.bucket("tables")
+    first = _without_pyspark(
+        s3, ["export", "-q", "--tables", *(str(EXAMPLES / n) for n in SIBLING_CAPTURES), "-o", url]
+    )
+    assert first.returncode == 0, first.stderr
+    assert "lumberjack/Json" in typed_files(s3.fs(), "tables/typed/again")
+    demo = str(EXAMPLES / "demo.ripple")
+    refused = _without_pyspark(s3, ["export", "-q", "--tables", demo, "-o", url])
+    assert (refused.returncode, refused.stderr) == (3, f"ripple: {url}: already exists (--overwrite replaces it)\n")
+    again = _without_pyspark(s3, ["export", "-q", "--tables", "--overwrite", demo, "-o", url])
+    assert again.returncode == 0, again.stderr
+    local = tmp_path / "local"
+    here = _without_pyspark(s3, ["export", "-q", "--tables", demo, "-o", str(local)])
+    assert here.returncode == 0, here.stderr
+
+    def files(fs: pafs.FileSystem, root: str) -> list[str]:
+        infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+        return sorted(i.path[len(root) :].strip("/") for i in infos if i.type == pafs.FileType.File)
+
+    assert files(s3.fs(), "tables/typed/again") == files(pafs.LocalFileSystem(), str(local))
+    assert typed_files(s3.fs(), "tables/typed/again") == typed_files(pafs.LocalFileSystem(), str(local))
+    assert sorted(typed_files(s3.fs(), "tables/typed/again")) == [f"ripple/{t}" for t in DEMO_TABLES]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.cli.batch_options import batch_options
 from ripple_cli.cli.options import OutputPath
 from ripple_cli.errors import InputUnreadable, UsageProblem
-from ripple_cli.sources.urls import check_parent, exists, is_url
+from ripple_cli.sources.urls import check_parent, exists, is_url, remove
 from ripple_cli.terminal.environment import Environment
 
 if TYPE_CHECKING:
@@ -48,9 +48,6 @@ def checked_out(out: str, fmt: str, partition_by: str | None, tables: bool, over
     input is read; the partition column ("none" for none)."""
     if tables and fmt != "parquet":
         raise UsageProblem(f"--tables: the typed tables are Parquet only (not -F {fmt})")
-    if tables and is_url(out):
-        # The typed tables' part files are renamed into place (tablefiles.py): a directory by its path only.
-        raise UsageProblem(f"--tables: OUT is a directory's path, not a URL ({out})")
     if partition_by is None:
         partition_by = DEFAULT_PARTITION if fmt == "parquet" else "none"
     if partition_by != "none" and partition_by not in COLUMN_NAMES:
@@ -128,8 +125,10 @@ def export(
     where = out if is_url(out) else os.path.abspath(out)
     messages = where
     if tables:
-        if overwrite and os.path.isdir(where):
-            shutil.rmtree(where)  # the typed tables of an earlier run too
+        if overwrite and is_url(where):
+            remove(where)  # the typed tables of an earlier run too, as write_local and job.write_rows remove OUT
+        elif overwrite and os.path.isdir(where):
+            shutil.rmtree(where)
         messages = os.path.join(where, MESSAGES_DIR)
     if run.without_spark("export"):
         from ripple_cli.batch.local import write_local
