@@ -4,7 +4,7 @@ fields (ripple.delta.NAME.FIELD, ripple.key.NAME)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
 from ripple_cli.wireshark.lua import fill, lua_string, template
@@ -37,5 +37,13 @@ def lua_schemas(schemas: Iterable[Schema]) -> str:
     return "{\n" + "".join(rows) + "}"
 
 
+def lua_order(schemas: Sequence[Schema]) -> str:
+    """The fingerprints in the order given: the order the dissector names
+    the schemas' fields in (which leaf keeps a name two types share)."""
+    return "{" + ", ".join(lua_string(s.fingerprint) for s in schemas) + "}"
+
+
 def ripple_lua(schemas: Iterable[Schema], port: int = DEFAULT_PORT) -> str:
-    return fill(template("ripple.lua"), {"PORT": str(port), "SCHEMAS": lua_schemas(schemas)})
+    listed = list(schemas)
+    values = {"PORT": str(port), "SCHEMAS": lua_schemas(listed), "ORDER": lua_order(listed)}
+    return fill(template("ripple.lua"), values)

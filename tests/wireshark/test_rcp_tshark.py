@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ripple_cli.protocols.rcp.wire import RcpFrame, write_frame
-from tests.capture.livecap import capture_conversation, closed, tcpdump
+from tests.capture.livecap import capture_conversation, closed, read_capture, tcpdump
 from tests.protocols.rcp.rcppeer import RcpServer, binary_session, jsonl_session
 from tests.wireshark import tsharkkit as kit
 from tests.wireshark.tsharkkit import REPO, Envelope, dissector, envelopes, jsonl, port_of, tshark
@@ -50,10 +50,13 @@ def peers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def expected(pcap: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
-    """ripple's messages by direction (source port, destination port)."""
+def expected(pcap: Path, problems: bool = False) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """ripple's messages by direction (source port, destination port);
+    `problems`: allowing problems, which are left out."""
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for d in jsonl(pcap):
+        if problems and "problem" in d:
+            continue
         assert "problem" not in d, d
         crc = {True: "1", False: "0", None: "2"}[d.get("crc_ok")]
         row = {k: d.get(k) for k in ("type", "wire", "kind", "id", "op", "status", "error_code", "payload_len")}
@@ -155,3 +158,47 @@ def test_info_of_varied_json(lua: Path, tmp_path: Path) -> None:
         "flag_names contains STREAM": 'rcp.flag_names == "STREAM"',
     }
     kit.assert_same_selection(lua, pcap, "rcp", filters)
+
+
+def test_bad_crc_is_flagged_and_the_next_frame_decodes(lua: Path, tmp_path: Path) -> None:
+    """The real rstmdb client's frames of examples/rstmdb.pcap, one payload
+    byte of its CREATE_INSTANCE damaged in transit (instance "order-0" under
+    the CRC of "order-1"), sent again over TCP: tshark flags that CRC as bad,
+    with the CRC it calculates and an expert-info warning, and decodes every
+    frame, those after it too, as ripple does, which reports the same CRCs."""
+    (conn,) = read_capture(REPO / "examples" / "rstmdb.pcap").connections.values()
+    sent = bytearray(conn.c2s.data)
+    at = sent.index(b'"instance_id":"order-1"') + len(b'"instance_id":"order-')
+    sent[at] ^= 0x01  # "1" -> "0"
+    pcap = tmp_path / "bad-crc.pcap"
+    (ex,) = capture_conversation(pcap, [(bytes(sent), bytes(conn.s2c.data))], seed=11, max_write=70)
+    problems = [d for d in jsonl(pcap) if "problem" in d]
+    assert [(d["problem"]["kind"], d["direction"]) for d in problems] == [("crc_mismatch", "c2s")]
+    field, computed = problems[0]["problem"]["detail"].removeprefix("CRC mismatch: field ").split(", payload's CRC32C ")
+
+    want = expected(pcap, problems=True)
+    client = want[(ex.client_port, port_of(problems[0]["dst"]))]
+    bad = [i for i, r in enumerate(client) if r["crc"] == "0"]
+    assert bad == [2] and client[2]["op"] == "CREATE_INSTANCE"
+    assert [r["crc"] for r in client[3:]] == ["1"] * (len(client) - 3) != []
+    assert dissected(lua, pcap) == want
+    assert kit.assert_info_is_table(lua, pcap, "rcp") == sum(len(v) for v in want.values())
+
+    (e,) = [e for e in envelopes(tshark(lua, pcap, "-T", "pdml"), "rcp") if e.show("rcp.crc.status") == "0"]
+    assert (e.show("rcp.crc"), e.show("rcp.crc.calculated"), e.show("rcp.crc_ok")) == (
+        f"0x{field}",
+        f"0x{computed}",
+        "0",
+    )
+    (expert,) = [f for f in e.node.iter("field") if f.get("name") == "_ws.expert"]
+    shown = {f.get("name"): f.get("showname") for f in expert}
+    assert shown == {
+        "rcp.crc.bad": f"Bad CRC-32C: 0x{field}, should be 0x{computed}",
+        "_ws.expert.message": f"Message: Bad CRC-32C: 0x{field}, should be 0x{computed}",
+        "_ws.expert.severity": "Severity level: Warning",
+        "_ws.expert.group": "Group: Checksum",
+    }
+    # The display filter on the CRC selects ripple's crc_ok == false, the bad frame alone.
+    kit.assert_same_selection(
+        lua, pcap, "rcp", {"crc_ok == false": "rcp.crc_ok == 0", "crc_ok == true": "rcp.crc_ok == 1"}
+    )

@@ -6,11 +6,18 @@ nested records, lists, options of options, Int32, enums, NaN and the
 infinities, strings past 64 KiB, Deltas of an undeclared schema), sent over
 real TCP sockets on lo and captured with tcpdump; the server listens on an
 ephemeral port, so the dissector is found by its heuristic.  tshark runs
-once per capture and output form (module-scoped fixtures)."""
+once per capture and output form (module-scoped fixtures).  Sent one
+envelope a packet (one CRC damaged), the stream also shows that display
+filters on ripple.* fields, typed ones too, select what `ripple decode -Y`
+selects, and the typed fields are checked to have the names
+ripple-wireshark(1) gives them."""
 
 from __future__ import annotations
 
+import socket
 import struct
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,18 +28,21 @@ from ripple_cli.cli.commands.schema import schemas_in_bytes
 from ripple_cli.codec.envelope import HEADER, MAGIC, build_envelope
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
 from ripple_cli.sexp.tree import float_atom
-from tests.capture.livecap import DEMO, capture_conversation
+from tests.capture.livecap import DEMO, capture_conversation, closed, listener, tcpdump
 from tests.interop.conftest import ocaml_tools  # noqa: F401 - the session fixture that builds the OCaml tools
 from tests.interop.ocamlkit import OcamlTools
+from tests.wireshark import tsharkkit as kit
 from tests.wireshark.tsharkkit import (
     Envelope,
     envelopes,
+    field_types,
     handshake_view,
     jsonl,
     message,
     require_tshark,
     ripple,
     tshark,
+    typed_fields,
 )
 
 COUNT = 300  # every field type and message type shows up (test_coverage)
@@ -64,6 +74,12 @@ def captured(tmp: Path, stream: bytes, seed: int, max_write: int) -> Captured:
     pcap = tmp / "cap.pcap"
     exchanges = capture_conversation(pcap, [(stream, b"")], seed=seed, max_write=max_write)
     assert [e.sent for e in exchanges] == [stream]
+    return dissected(tmp, pcap, stream)
+
+
+def dissected(tmp: Path, pcap: Path, stream: bytes) -> Captured:
+    """The capture of `stream`, its dissector written from it, and what
+    ripple and tshark make of it."""
     lua = tmp / "ripple.lua"
     ripple("wireshark", pcap, "-o", lua)
     port = int(tshark(lua, pcap, "-T", "fields", "-e", "tcp.dstport", "-c", "1").strip())
@@ -132,6 +148,76 @@ def split(interop_stream: bytes, tmp_path_factory: pytest.TempPathFactory) -> Ca
     """A prefix of the stream in writes of 1 to 97 bytes (TCP_NODELAY): segment
     boundaries fall anywhere, in headers, payloads and CRCs."""
     return captured(tmp_path_factory.mktemp("ws-split"), cut(interop_stream, 40000), seed=2, max_write=97)
+
+
+def frames_of(stream: bytes) -> list[bytes]:
+    out = []
+    pos = 0
+    while pos < len(stream):
+        (n,) = struct.unpack_from("<i", stream, pos + 55)
+        out.append(stream[pos : pos + 63 + n])
+        pos += 63 + n
+    return out
+
+
+def capture_paced(pcap: Path, stream: bytes) -> None:
+    """`stream` sent over TCP on lo one envelope a write, each once the
+    server has read every byte before it: with TCP_NODELAY each envelope is
+    a segment of its own (two for one above lo's MTU), so that the packets
+    a display filter selects are its envelopes."""
+    read = 0
+    progress = threading.Condition()
+    client: list[int] = []
+
+    def all_read(n: int) -> Callable[[], bool]:
+        return lambda: read == n
+
+    def serve(srv: socket.socket) -> None:
+        nonlocal read
+        conn, _ = srv.accept()
+        with conn:
+            while chunk := conn.recv(1 << 20):
+                with progress:
+                    read += len(chunk)
+                    progress.notify_all()
+
+    with listener() as srv, tcpdump(pcap, f"tcp port {srv.getsockname()[1]}", until=closed(lambda: client)):
+        server = threading.Thread(target=serve, args=(srv,))
+        server.start()
+        with socket.create_connection(srv.getsockname()[:2]) as c:
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            client.append(c.getsockname()[1])
+            sent = 0
+            for frame in frames_of(stream):
+                c.sendall(frame)
+                sent += len(frame)
+                with progress:
+                    assert progress.wait_for(all_read(sent), timeout=30), (read, sent)
+            c.shutdown(socket.SHUT_WR)
+            server.join(30)
+            assert c.recv(1) == b""  # the server's FIN
+
+
+@pytest.fixture(scope="module")
+def paced(interop_stream: bytes, tmp_path_factory: pytest.TempPathFactory) -> Captured:
+    """The stream one envelope a packet, the CRC of its first vwap Set with
+    a price above 100 damaged (its last byte flipped)."""
+    tmp = tmp_path_factory.mktemp("ws-paced")
+    (tmp / "stream.bin").write_bytes(interop_stream)
+    target = next(
+        d
+        for d in jsonl(tmp / "stream.bin")
+        if d["schema"] == "vwap/v2"
+        and d["type"] == "Delta"
+        and d["msg"]["delta"]["op"] == "set"
+        and isinstance(d["msg"]["delta"]["row"]["price"], float)
+        and d["msg"]["delta"]["row"]["price"] > 100
+    )
+    data = bytearray(interop_stream)
+    data[target["offset"] + target["size"] - 1] ^= 0xFF
+    require_tshark()
+    capture_paced(tmp / "cap.pcap", bytes(data))
+    return dissected(tmp, tmp / "cap.pcap", bytes(data))
 
 
 def envelope_view(e: Envelope) -> dict[str, Any]:
@@ -338,3 +424,256 @@ def test_malformed_payload_is_flagged_and_the_next_envelope_decodes(malformed: C
     assert [(p["kind"], p["seq"]) for p in problems] == [("bad_payload", MALFORMED)]
     good = [e for e in malformed.envelopes if e is not bad[0]]
     assert_same(good, [d for d in malformed.decoded if "problem" not in d], malformed.schemas)
+
+
+# ---------------------------------------------------------------- display filters
+
+# Each `ripple decode -Y` expression, and the display filter on the same
+# fields (ripple-wireshark(1)).  A typed field's filter is on Sets: in a
+# Patch that updates a field twice, ripple's field is the last update and
+# the display filter matches either (test_patch_updates_match_each).
+FILTERS = {
+    'type == "Checkpoint_ack"': 'ripple.type == "Checkpoint_ack"',
+    "type in {Heartbeat, Schema_negotiation}": 'ripple.type in {"Heartbeat", "Schema_negotiation"}',
+    "seq > 250": "ripple.seq > 250",
+    "seq >= 100 and seq < 120": "ripple.seq >= 100 and ripple.seq < 120",
+    "time_ns <= 5000": "ripple.time_ns <= 5000",
+    "worker == feu": 'ripple.worker == "feu"',
+    "output == vwap": 'ripple.output == "vwap"',
+    "delta == remove": 'ripple.delta == "remove"',
+    'schema == "orders/v3"': 'ripple.schema == "orders/v3"',
+    "key == -1": 'ripple.key == "-1"',
+    'schema == "positions_by_account_and_desk/v1" and key == -127': "ripple.key.positions_by_account_and_desk == -127",
+    'key == "((symbol Remove)(venue XNAS))"': 'ripple.key.book.symbol == "Remove" and ripple.key.book.venue == "XNAS"',
+    'schema == "vwap/v2" and delta == set and field.price > 100': (
+        'ripple.delta.vwap.price > 100 and ripple.delta == "set"'
+    ),
+    "delta == set and field.stats.last.px > 100": 'ripple.delta.book.stats.last.px > 100 and ripple.delta == "set"',
+    "delta == set and field.bid.px < 0": 'ripple.delta.book.bid.px < 0 and ripple.delta == "set"',
+    'schema == "trades/v1" and field.venue == j': 'ripple.delta.trades.venue == "j"',
+    "field.tags contains ZY2t1mH": 'ripple.delta.positions_by_account_and_desk.tags == "ZY2t1mH"',
+}
+
+
+def _bad_crc(e: Envelope) -> bool:
+    return e.show("ripple.crc.status") == "0"
+
+
+def test_one_envelope_a_packet(paced: Captured) -> None:
+    """What makes the packets a display filter selects its envelopes."""
+    ends = [e.packet for e in paced.envelopes]
+    assert len(ends) == len(set(ends)) == COUNT
+    (problem,) = [d["problem"] for d in paced.decoded if "problem" in d]
+    assert problem["kind"] == "crc_mismatch"
+    good = [e for e in paced.envelopes if not _bad_crc(e)]
+    assert_same(good, [d for d in paced.decoded if "problem" not in d], paced.schemas)
+
+
+def test_display_filters_select_what_ripple_selects(paced: Captured) -> None:
+    """Each filter, with `ripple.crc.status == 1`: ripple's -Y selects among
+    the envelopes whose CRC is good, the one whose CRC is bad being a
+    problem, which tshark dissects all the same (a vwap Set with a price
+    above 100, which the price filter would take)."""
+    filters = {k: f"({v}) and ripple.crc.status == 1" for k, v in FILTERS.items()}
+    counts = kit.assert_same_selection(paced.lua, paced.pcap, "ripple", filters, unshown=_bad_crc)
+    assert counts == {
+        'type == "Checkpoint_ack"': 8,
+        "type in {Heartbeat, Schema_negotiation}": 42,
+        "seq > 250": 50,
+        "seq >= 100 and seq < 120": 20,
+        "time_ns <= 5000": 9,
+        "worker == feu": 1,
+        "output == vwap": 41,
+        "delta == remove": 37,
+        'schema == "orders/v3"': 46,
+        "key == -1": 3,
+        'schema == "positions_by_account_and_desk/v1" and key == -127': 2,
+        'key == "((symbol Remove)(venue XNAS))"': 1,
+        'schema == "vwap/v2" and delta == set and field.price > 100': 3,
+        "delta == set and field.stats.last.px > 100": 9,
+        "delta == set and field.bid.px < 0": 5,
+        'schema == "trades/v1" and field.venue == j': 1,
+        "field.tags contains ZY2t1mH": 1,
+    }
+
+
+def test_crc_status_selects_the_damaged_envelope(paced: Captured) -> None:
+    """`ripple.crc.status == 0` selects the packet of the one envelope ripple
+    reports as a CRC problem: its place in the connection (tcp.seq counts
+    from 1 at the first byte), its size, the stored and computed CRCs
+    ripple names, and the seq between those of its neighbours, which
+    both decode."""
+    at = next(i for i, d in enumerate(paced.decoded) if "problem" in d)
+    before, problem, after = paced.decoded[at - 1 : at + 2]
+    p = problem["problem"]
+    stored, computed = p["detail"].removeprefix("CRC mismatch: stored ").split(", computed ")
+    fields = ("ripple.seq", "tcp.seq", "tcp.len", "ripple.crc", "ripple.crc.calculated", "ripple.delta.vwap.price")
+    out = tshark(
+        paced.lua,
+        paced.pcap,
+        "-T",
+        "fields",
+        *(x for f in fields for x in ("-e", f)),
+        "-Y",
+        "ripple.crc.status == 0",
+    )
+    seq = before["seq"] + 1
+    assert after["seq"] == seq + 1
+    want = [str(seq), str(problem["offset"] + 1), str(p["skipped"]), f"0x{stored}", f"0x{computed}", "246955.8"]
+    assert out.splitlines() == ["\t".join(want)]
+
+
+def _seqs(c: Captured, display: str) -> list[int]:
+    """The seq of each envelope in the packets a display filter selects."""
+    out = tshark(c.lua, c.pcap, "-T", "fields", "-e", "ripple.seq", "-Y", display)
+    return [int(x) for line in out.splitlines() for x in line.split(",")]
+
+
+def _values(d: dict[str, Any], name: str) -> list[Any]:
+    """Each value a typed Delta gives its row field `name`: the Set's, or
+    each Patch update's, in order."""
+    delta = d["msg"].get("delta", {})
+    if delta.get("op") == "set":
+        return [delta["row"][name]]
+    return [u["value"] for u in delta.get("updates", []) if u["field"] == name]
+
+
+def test_patch_updates_match_each(paced: Captured) -> None:
+    """A Patch may update a field more than once: ripple's `field.price` is
+    the last update (the row it leaves), while a display filter matches
+    any of the field's items, as Wireshark's do (ripple-wireshark(1))."""
+    patches = [
+        d for d in paced.decoded if d.get("schema") == "vwap/v2" and d["msg"].get("delta", {}).get("op") == "patch"
+    ]
+    above = {d["seq"]: [isinstance(x, float) and x > 100 for x in _values(d, "price")] for d in patches}
+    last = [seq for seq, xs in above.items() if xs and xs[-1]]
+    some = [seq for seq, xs in above.items() if any(xs)]
+    chosen = jsonl(paced.pcap, "-Y", 'schema == "vwap/v2" and delta == patch and field.price > 100')
+    assert [d["seq"] for d in chosen if "problem" not in d] == last == [87, 92, 114, 132, 284, 298]
+    assert _seqs(paced, 'ripple.delta.vwap.price > 100 and ripple.delta == "patch"') == some == [83, *last]
+
+
+def test_typed_field_names_are_the_documented_ones(whole: Captured) -> None:
+    """The fields tshark registers for the typed leaves of every schema the
+    streams declare (nested records, lists, options of options, names with
+    bytes an abbrev cannot hold) are those ripple-wireshark(1) names, with
+    tshark's type of each leaf's type; `assert_same` checks each Delta's
+    items carry them."""
+    registered = field_types(whole.lua)
+    typed = {k: v for k, v in registered.items() if k.startswith(("ripple.delta.", "ripple.key."))}
+    assert typed.pop("ripple.delta.update") == "FT_STRING"
+    want = {name: ft for leaves in typed_fields(whole.schemas.values()).values() for name, ft in leaves.values()}
+    assert typed == want
+    spelled = {
+        "ripple.delta.vwap.price": "FT_DOUBLE",
+        "ripple.key.vwap": "FT_STRING",
+        "ripple.key.trades": "FT_INT64",
+        "ripple.delta.trades.qty": "FT_INT32",
+        "ripple.delta.trades.side": "FT_STRING",  # an enum
+        "ripple.delta.trades.venue": "FT_STRING",  # an option of an option
+        "ripple.delta.trades.fees": "FT_DOUBLE",  # a list of options
+        "ripple.delta.trades.parties.role": "FT_STRING",  # a record in a list
+        "ripple.key.book.venue": "FT_STRING",  # a record key
+        "ripple.delta.book.bid.px": "FT_DOUBLE",  # a record in an option
+        "ripple.delta.book.levels.orders": "FT_INT32",
+        "ripple.delta.book.stats.last.at_ns": "FT_INT64",  # a record in a record
+        "ripple.delta.positions_by_account_and_desk.limits": "FT_INT32",  # a list in an option
+        "ripple.delta.positions_by_account_and_desk.matrix": "FT_INT64",  # a list of lists
+        "ripple.delta.positions_by_account_and_desk.deep": "FT_INT64",  # an option of an option of an option
+        "ripple.delta.positions_by_account_and_desk.flags": "FT_BOOLEAN",
+        "ripple.delta._.fYpB.daD": "FT_INT64",  # schema "\t"
+        "ripple.delta.__.knW_MhJkjaePn": "FT_STRING",  # schema "\xff\xfe"
+        "ripple.key._lk_Qu__-_UukB.q1H": "FT_BOOLEAN",  # schema "=lk^Qu*?-]UukB"
+        "ripple.delta.mw.uMF84ZRRC2eR4jM_Mvf3L_Oj17zJgBZp": "FT_BOOLEAN",  # field "uMF84ZRRC2eR4jM_Mvf3L'Oj17zJgBZp"
+    }
+    assert {k: typed.get(k) for k in spelled} == spelled
+
+
+def test_filters_on_nested_fields(paced: Captured) -> None:
+    """A display filter on a leaf inside lists, records and options selects
+    the Deltas whose value, as ripple decodes it, holds a match there."""
+    typed = [d for d in paced.decoded if "problem" not in d and "delta" in d["msg"]]
+
+    def having(schema: str, name: str, match: Any) -> list[int]:
+        return [d["seq"] for d in typed if d["schema"] == schema and any(match(v) for v in _values(d, name))]
+
+    cases = {
+        'ripple.delta.trades.parties.role == "Maker"': having(
+            "trades/v1", "parties", lambda v: any(p["role"] == "Maker" for p in v)
+        ),
+        "ripple.delta.trades.venue": having("trades/v1", "venue", lambda v: v is not None and v[0] is not None),
+        "ripple.delta.trades.fees < 0": having(
+            "trades/v1", "fees", lambda v: any(isinstance(x, float) and x < 0 for x in v)
+        ),
+        "ripple.delta.positions_by_account_and_desk.deep == -127": having(
+            "positions_by_account_and_desk/v1", "deep", lambda v: v is not None and v[0] is not None and v[0][0] == -127
+        ),
+        "ripple.delta.positions_by_account_and_desk.matrix == 0": having(
+            "positions_by_account_and_desk/v1", "matrix", lambda v: any(0 in row for row in v)
+        ),
+        "ripple.delta.book.levels.orders < 0": having("book/v4", "levels", lambda v: any(x["orders"] < 0 for x in v)),
+        "ripple.delta.book.stats.last.at_ns == 803": having("book/v4", "stats", lambda v: v["last"]["at_ns"] == 803),
+        'ripple.key.book.venue == "BATS"': [
+            d["seq"] for d in typed if d["schema"] == "book/v4" and d["msg"]["key"]["venue"] == "BATS"
+        ],
+    }
+    got = {display: _seqs(paced, display) for display in cases}
+    assert got == cases
+    assert {k: len(v) for k, v in got.items()} == {
+        'ripple.delta.trades.parties.role == "Maker"': 14,
+        "ripple.delta.trades.venue": 13,
+        "ripple.delta.trades.fees < 0": 14,
+        "ripple.delta.positions_by_account_and_desk.deep == -127": 1,
+        "ripple.delta.positions_by_account_and_desk.matrix == 0": 4,
+        "ripple.delta.book.levels.orders < 0": 12,
+        "ripple.delta.book.stats.last.at_ns == 803": 2,
+        'ripple.key.book.venue == "BATS"': 13,
+    }
+
+
+def test_names_two_types_share_follow_the_order_of_the_schemas(tmp_path: Path) -> None:
+    """Schemas whose names become the same abbrev part (`s.0`, `s_0`): the
+    leaf of the schema given first keeps the name, the other gets _2, the
+    same on every run (the order of the --schemas, not of a Lua table's
+    hash); and names that are empty, or bytes an abbrev cannot hold, still
+    give fields the dissector can register (an empty one would stop the
+    whole file from loading)."""
+    from ripple_cli.codec.schema import BOOL, FLOAT, INT, STRING, Field, sexp_of_schema
+    from ripple_cli.sexp.write import to_string
+
+    schemas = []
+    for i in range(8):
+        dotted = Schema(b"s.%d" % i, 1, INT, (Field(b"a", INT),))
+        plain = Schema(b"s_%d" % i, 1, STRING, (Field(b"a", FLOAT),))
+        schemas += [dotted, plain] if i % 2 == 0 else [plain, dotted]
+    schemas.append(Schema(b"", 1, BOOL, (Field(b"", INT), Field(b"\xc3\xa9", RecordOf((Field(b"", BOOL),))))))
+    args: list[str | Path] = []
+    for n, s in enumerate(schemas):
+        path = tmp_path / f"{n:02d}.sexp"
+        path.write_bytes(to_string(sexp_of_schema(s)))
+        args += ["--schemas", path]
+    lua = tmp_path / "ripple.lua"
+    ripple("wireshark", *args, "-o", lua)
+    registered = field_types(lua)
+    typed = {
+        k: v
+        for k, v in registered.items()
+        if k.startswith(("ripple.delta.", "ripple.key.")) and k != "ripple.delta.update"
+    }
+    assert typed == {name: ft for leaves in typed_fields(schemas).values() for name, ft in leaves.values()}
+    assert typed == {
+        **{
+            name: ft
+            for i in range(8)
+            for name, ft in (
+                (f"ripple.key.s_{i}", "FT_INT64" if i % 2 == 0 else "FT_STRING"),
+                (f"ripple.key.s_{i}_2", "FT_STRING" if i % 2 == 0 else "FT_INT64"),
+                (f"ripple.delta.s_{i}.a", "FT_INT64" if i % 2 == 0 else "FT_DOUBLE"),
+                (f"ripple.delta.s_{i}.a_2", "FT_DOUBLE" if i % 2 == 0 else "FT_INT64"),
+            )
+        },
+        "ripple.key._": "FT_BOOLEAN",
+        "ripple.delta._._": "FT_INT64",
+        "ripple.delta._.__._": "FT_BOOLEAN",
+    }
+    assert field_types(lua) == registered  # and again

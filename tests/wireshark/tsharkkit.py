@@ -10,10 +10,12 @@ import base64
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,24 @@ def tshark(lua: Path, pcap: Path, *args: str) -> str:
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 0 and "Lua: Error" not in err, err
     assert "Lua Error" not in out, out[out.index("Lua Error") - 200 :][:2000]
+    return out
+
+
+def field_types(lua: Path) -> dict[str, str]:
+    """Every field tshark registers with the dissector loaded (`tshark -G
+    fields`): its abbrev, the name display filters use, and its type
+    (FT_INT64...)."""
+    require_tshark()
+    proc = subprocess.run(
+        [TSHARK, "-G", "fields", "-X", f"lua_script:{lua}"], capture_output=True, check=False, timeout=600
+    )
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0 and "Lua: Error" not in err, err
+    out = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        cols = line.split("\t")
+        if cols[0] == "F":
+            out[cols[2]] = cols[3]
     return out
 
 
@@ -138,24 +158,86 @@ def _string(node: ET.Element) -> Any:
     return bytes_to_json(bytes.fromhex(node.get("value", "")))
 
 
-def value(t: FieldType, node: ET.Element) -> Any:
-    """A typed value's JSON as ripple prints it, from its tshark item."""
+# ---------------------------------------------------------------- typed fields
+
+# tshark's type of a typed field, by ripple's type of the leaf.
+LEAF_TYPES = {
+    "Int": "FT_INT64",
+    "Int64": "FT_INT64",
+    "Int32": "FT_INT32",
+    "Float": "FT_DOUBLE",
+    "Bool": "FT_BOOLEAN",
+    "String": "FT_STRING",
+    "Enum": "FT_STRING",
+}
+
+Place = tuple[int, ...]  # a leaf's place: -1 (the key) or a row field's index, then each record field's index
+
+
+def abbrev_part(name: bytes) -> str:
+    """A schema's or a field's name in an abbrev, as ripple-wireshark(1)
+    says: each byte a field name cannot hold (Wireshark's are letters,
+    digits, _ and -) as _, an empty name as _."""
+    return re.sub(rb"[^A-Za-z0-9_-]", b"_", name).decode() or "_"
+
+
+def typed_fields(schemas: Iterable[Schema]) -> dict[bytes, dict[Place, tuple[str, str]]]:
+    """The field of each leaf of each schema's key and row, by fingerprint
+    and leaf: (abbrev, tshark's type), named as ripple-wireshark(1) says:
+    ripple.key.NAME and ripple.delta.NAME.FIELD, .SUB for each level of a
+    nested record, an option's value and a list's elements under the
+    field's own name; a leaf whose name a leaf of another type took first
+    (schemas in the order given, a key before its row) gets _2, _3..."""
+    taken: dict[str, str] = {}  # abbrev -> the type of its leaves
+    out: dict[bytes, dict[Place, tuple[str, str]]] = {}
+
+    def walk(leaves: dict[Place, tuple[str, str]], t: FieldType, path: Place, abbrev: str) -> None:
+        if isinstance(t, OptionOf | ListOf):
+            walk(leaves, t.inner, path, abbrev)
+        elif isinstance(t, RecordOf):
+            for i, f in enumerate(t.fields):
+                walk(leaves, f.typ, (*path, i), f"{abbrev}.{abbrev_part(f.name)}")
+        else:
+            kind = "Enum" if isinstance(t, EnumOf) else t.kind
+            name, n = abbrev, 1
+            while taken.get(name, kind) != kind:
+                n += 1
+                name = f"{abbrev}_{n}"
+            taken[name] = kind
+            leaves[path] = (name, LEAF_TYPES[kind])
+
+    for s in schemas:
+        leaves = out[s.fingerprint] = {}
+        walk(leaves, s.key, (-1,), f"ripple.key.{abbrev_part(s.name)}")
+        for i, f in enumerate(s.fields):
+            walk(leaves, f.typ, (i,), f"ripple.delta.{abbrev_part(s.name)}.{abbrev_part(f.name)}")
+    return out
+
+
+def value(t: FieldType, node: ET.Element, names: Mapping[Place, tuple[str, str]] | None = None, at: Place = ()) -> Any:
+    """A typed value's JSON as ripple prints it, from its tshark item.
+    With `names` (a schema's `typed_fields`), each leaf's item is checked
+    to be the field named for its place `at`."""
     name = node.get("name")
     if isinstance(t, OptionOf):
         if name == "ripple.value.none":
             return None
         if isinstance(t.inner, OptionOf):
             assert name == "ripple.value.some", name
-            return [value(t.inner, _children(node)[0])]
-        return value(t.inner, node)
+            return [value(t.inner, _children(node)[0], names, at)]
+        return value(t.inner, node, names, at)
     if isinstance(t, ListOf):
         assert name == "ripple.value.list", name
-        return [value(t.inner, c) for c in _children(node)]
+        return [value(t.inner, c, names, at) for c in _children(node)]
     if isinstance(t, RecordOf):
         assert name == "ripple.value.record", name
         kids = _children(node)
         assert len(kids) == len(t.fields)
-        return {text(f.name): value(f.typ, c) for f, c in zip(t.fields, kids, strict=True)}
+        return {
+            text(f.name): value(f.typ, c, names, (*at, i)) for i, (f, c) in enumerate(zip(t.fields, kids, strict=True))
+        }
+    if names is not None:
+        assert name == names[at][0], (at, name, names[at][0])
     if isinstance(t, EnumOf):
         return node.get("show")
     assert isinstance(t, Prim)
@@ -185,7 +267,9 @@ def _watermark(env: Envelope) -> int | None:
 
 
 def message(env: Envelope, schemas: dict[bytes, Schema]) -> dict[str, Any]:
-    """The envelope's "msg" in jsonl's shape, from tshark's fields."""
+    """The envelope's "msg" in jsonl's shape, from tshark's fields; each
+    typed leaf checked to be the field `typed_fields` names (`schemas` in
+    the order the dissector was written with)."""
     kind = env.show("ripple.type")
     msg = env.field("ripple.msg")
     assert msg is not None
@@ -202,24 +286,28 @@ def message(env: Envelope, schemas: dict[bytes, Schema]) -> dict[str, Any]:
                 **{n: base64.b64encode(b).decode() for n, b in raw.items()},
                 **tail,
             }
+        leaves = typed_fields(schemas.values())[fp]
         key = env.field("ripple.key")
         delta = env.field("ripple.delta")
         assert key is not None and delta is not None
         op = delta.get("show")
         if op == "set":
             kids = _children(delta)
-            row = {text(f.name): value(f.typ, c) for f, c in zip(s.fields, kids, strict=True)}
+            row = {
+                text(f.name): value(f.typ, c, leaves, (i,)) for i, (f, c) in enumerate(zip(s.fields, kids, strict=True))
+            }
             d: dict[str, Any] = {"op": "set", "row": row}
         elif op == "patch":
-            by_name = {text(f.name): f for f in s.fields}
+            by_name = {text(f.name): i for i, f in enumerate(s.fields)}
             updates = []
             for u in _children(delta):
                 name = u.get("show", "")
-                updates.append({"field": name, "value": value(by_name[name].typ, _children(u)[0])})
+                i = by_name[name]
+                updates.append({"field": name, "value": value(s.fields[i].typ, _children(u)[0], leaves, (i,))})
             d = {"op": "patch", "updates": updates}
         else:
             d = {"op": "remove"}
-        return {**head, "key": value(s.key, _children(key)[0]), "delta": d, **tail}
+        return {**head, "key": value(s.key, _children(key)[0], leaves, (-1,)), "delta": d, **tail}
     if kind == "Heartbeat":
         load = env.field("ripple.load")
         assert load is not None
@@ -326,24 +414,37 @@ def assert_info_is_table(
 # ---------------------------------------------------------------- display filters
 
 
-def _packets_of_messages(lua: Path, pcap: Path, protocol: str, *args: str) -> dict[tuple[int, int], list[int]]:
+def _packets_of_messages(
+    lua: Path, pcap: Path, protocol: str, *args: str, unshown: Callable[[Envelope], bool] | None = None
+) -> dict[tuple[int, int], list[int]]:
     """The packet where each message ends, by direction, in order (a
-    compressed frame's frames after it)."""
+    compressed frame's frames after it); those `unshown` says ripple
+    reports only as a problem left out."""
     out: dict[tuple[int, int], list[int]] = {}
     for e in envelopes(tshark(lua, pcap, *args, "-T", "pdml"), protocol):
+        if unshown is not None and unshown(e):
+            continue
         nested = [p for p in e.node.iter("proto") if p is not e.node and p.get("name") == protocol]
         out.setdefault(e.ports, []).extend([e.packet] * (1 + len(nested)))
     return out
 
 
 def assert_same_selection(
-    lua: Path, pcap: Path, protocol: str, filters: dict[str, str], *args: str, decode: tuple[str, ...] = ()
+    lua: Path,
+    pcap: Path,
+    protocol: str,
+    filters: dict[str, str],
+    *args: str,
+    decode: tuple[str, ...] = (),
+    unshown: Callable[[Envelope], bool] | None = None,
 ) -> dict[str, int]:
     """For each `ripple decode -Y` expression (a key of `filters`), the
     packets tshark's display filter (its value) selects are those where
-    the messages ripple selects end, and there are some.  Returns how many
-    messages each selected."""
-    where = _packets_of_messages(lua, pcap, protocol, *args)
+    the messages ripple selects end, and there are some.  `unshown`: the
+    messages tshark dissects that ripple reports only as a problem (a
+    Ripple envelope with a bad CRC), which its -Y never selects.  Returns
+    how many messages each selected."""
+    where = _packets_of_messages(lua, pcap, protocol, *args, unshown=unshown)
     every = [d for d in jsonl(pcap, *decode) if "problem" not in d]
     counts = {}
     for expr, display in filters.items():

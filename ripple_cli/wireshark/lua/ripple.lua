@@ -9,6 +9,9 @@ local RIPPLE_PORT = @@PORT@@
 -- types as {k = "Int" | "Int32" | "Int64" | "Float" | "Bool" | "String" |
 -- "Option" (t) | "List" (t) | "Record" (fields: {name, t}) | "Enum" (names)}.
 local SCHEMAS = @@SCHEMAS@@
+-- Their fingerprints in the order ripple wrote them (the --schemas, then the
+-- inputs' Handshakes): the order their fields are named in (pairs() has none).
+local SCHEMA_ORDER = @@ORDER@@
 
 local HEADER, OVERHEAD = 59, 63
 local TYPE_NAMES = {
@@ -92,13 +95,18 @@ local function leaf_field(abbrev, label, k)
     end
     local have = by_abbrev[abbrev]
     if have then return have.f end
-    local f = LEAF[k](abbrev, label)
+    local f = LEAF[k](abbrev, label ~= "" and label or '""') -- a field's name cannot be empty: the atom of ""
     by_abbrev[abbrev] = { k = k, f = f }
     F["leaf " .. abbrev] = f
     return f
 end
 
-local function part(name) return (name:gsub("[^%w_%-]", "_")) end
+-- A name as one part of an abbrev: each byte Wireshark does not allow there
+-- as "_" (explicit ranges: %w would follow the locale), an empty name "_".
+local function part(name)
+    if name == "" then return "_" end
+    return (name:gsub("[^A-Za-z0-9_%-]", "_"))
+end
 
 -- Gives every leaf node of a type its field (t.pf).
 local function bind(t, abbrev, label)
@@ -112,7 +120,8 @@ local function bind(t, abbrev, label)
     end
 end
 
-for _, s in pairs(SCHEMAS) do
+for _, fp in ipairs(SCHEMA_ORDER) do
+    local s = SCHEMAS[fp]
     bind(s.key, "ripple.key." .. part(s.name), "key")
     for _, fd in ipairs(s.fields) do bind(fd.t, "ripple.delta." .. part(s.name) .. "." .. part(fd.name), fd.name) end
 end
@@ -447,6 +456,10 @@ local function dissect_delta(r, tree, fp, root)
     if s == nil then
         tree:add(F.key_bytes, r.tvb(kat, kn))
         tree:add(F.delta_bytes, r.tvb(dat, dn))
+        -- Its kind all the same: the variant's tag, its first byte whatever the
+        -- schema, as `ripple decode -Y`'s delta reads it.
+        local kind = dn > 0 and ({ [0] = "set", "patch", "remove" })[r.tvb(dat, 1):uint()]
+        if kind then tree:add(F.delta, r.tvb(dat, 1), kind) end
         key_text = "0x" .. (kn > 0 and tostring(r.tvb(kat, kn):bytes()):lower() or "")
         tree:add(F.key, r.tvb(kat, kn), key_text)
         what = "schema unknown: " .. dn .. " delta bytes"
