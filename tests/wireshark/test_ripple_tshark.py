@@ -14,10 +14,11 @@ ripple-wireshark(1) gives them."""
 
 from __future__ import annotations
 
+import random
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,17 +57,6 @@ class Captured:
     port: int
     decoded: list[dict[str, Any]]  # ripple decode --format jsonl
     envelopes: list[Envelope]  # tshark -T pdml
-
-
-def cut(stream: bytes, limit: int) -> bytes:
-    """The envelopes of `stream` that end within its first `limit` bytes."""
-    pos = 0
-    while pos + 59 <= len(stream):
-        (n,) = struct.unpack_from("<i", stream, pos + 55)
-        if pos + 63 + n > limit:
-            break
-        pos += 63 + n
-    return stream[:pos]
 
 
 def captured(tmp: Path, stream: bytes, seed: int, max_write: int) -> Captured:
@@ -132,12 +122,7 @@ MALFORMED = 3  # the envelope whose payload does not decode (its CRC good)
 def malformed(tmp_path_factory: pytest.TempPathFactory) -> Captured:
     """The demo stream with envelope MALFORMED's payload replaced by one
     byte that is no message, under a correct CRC."""
-    frames = []
-    pos = 0
-    while pos < len(DEMO):
-        (n,) = struct.unpack_from("<i", DEMO, pos + 55)
-        frames.append(DEMO[pos : pos + 63 + n])
-        pos += 63 + n
+    frames = frames_of(DEMO)
     _magic, _v, tag, flags, seq, time_ns, fp, _n = HEADER.unpack_from(frames[MALFORMED - 1])
     frames[MALFORMED - 1] = build_envelope(tag, seq, time_ns, fp.rstrip(b"\0"), b"\xfe", flags)
     return captured(tmp_path_factory.mktemp("ws-malformed"), b"".join(frames), seed=6, max_write=3000)
@@ -145,9 +130,19 @@ def malformed(tmp_path_factory: pytest.TempPathFactory) -> Captured:
 
 @pytest.fixture(scope="module")
 def split(interop_stream: bytes, tmp_path_factory: pytest.TempPathFactory) -> Captured:
-    """A prefix of the stream in writes of 1 to 97 bytes (TCP_NODELAY): segment
-    boundaries fall anywhere, in headers, payloads and CRCs."""
-    return captured(tmp_path_factory.mktemp("ws-split"), cut(interop_stream, 40000), seed=2, max_write=97)
+    """The whole stream in writes of 1 to 97 bytes, each a segment of its
+    own (paced): segment boundaries fall anywhere, in headers, payloads and
+    CRCs, and a 64 KiB envelope spans hundreds of segments."""
+    require_tshark()
+    tmp = tmp_path_factory.mktemp("ws-split")
+    rng = random.Random(2)
+    writes, pos = [], 0
+    while pos < len(interop_stream):
+        n = rng.randint(1, 97)
+        writes.append(interop_stream[pos : pos + n])
+        pos += n
+    capture_paced(tmp / "cap.pcap", writes)
+    return dissected(tmp, tmp / "cap.pcap", interop_stream)
 
 
 def frames_of(stream: bytes) -> list[bytes]:
@@ -160,11 +155,11 @@ def frames_of(stream: bytes) -> list[bytes]:
     return out
 
 
-def capture_paced(pcap: Path, stream: bytes) -> None:
-    """`stream` sent over TCP on lo one envelope a write, each once the
-    server has read every byte before it: with TCP_NODELAY each envelope is
-    a segment of its own (two for one above lo's MTU), so that the packets
-    a display filter selects are its envelopes."""
+def capture_paced(pcap: Path, writes: Iterable[bytes]) -> None:
+    """The writes sent over TCP on lo, each once the server has read every
+    byte before it: with TCP_NODELAY each write is a segment of its own (two
+    for one above lo's MTU; nothing coalesces them), so that, one envelope a
+    write, the packets a display filter selects are its envelopes."""
     read = 0
     progress = threading.Condition()
     client: list[int] = []
@@ -188,9 +183,9 @@ def capture_paced(pcap: Path, stream: bytes) -> None:
             c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             client.append(c.getsockname()[1])
             sent = 0
-            for frame in frames_of(stream):
-                c.sendall(frame)
-                sent += len(frame)
+            for data in writes:
+                c.sendall(data)
+                sent += len(data)
                 with progress:
                     assert progress.wait_for(all_read(sent), timeout=30), (read, sent)
             c.shutdown(socket.SHUT_WR)
@@ -216,7 +211,7 @@ def paced(interop_stream: bytes, tmp_path_factory: pytest.TempPathFactory) -> Ca
     data = bytearray(interop_stream)
     data[target["offset"] + target["size"] - 1] ^= 0xFF
     require_tshark()
-    capture_paced(tmp / "cap.pcap", bytes(data))
+    capture_paced(tmp / "cap.pcap", frames_of(bytes(data)))
     return dissected(tmp, tmp / "cap.pcap", bytes(data))
 
 
