@@ -37,10 +37,15 @@ class OutDir:
         self.fs.create_dir(d, recursive=True)
 
     def listdir(self, d: str) -> list[str]:
-        """The paths of what `d` holds, sorted; none if `d` is not there."""
+        """The paths of what `d` holds, sorted; none if `d` is not there.
+        Listed recursively, the children taken from the paths: on an object
+        store a "directory" is a prefix, and not every GCS server lists
+        prefixes in a listing of one level (the emulator the tests run)."""
         import pyarrow.fs as pafs
 
-        return sorted(i.path for i in self.fs.get_file_info(pafs.FileSelector(d, allow_not_found=True)))
+        base = d.rstrip("/") + "/"
+        found = self.fs.get_file_info(pafs.FileSelector(d, recursive=True, allow_not_found=True))
+        return sorted({base + i.path[len(base) :].split("/", 1)[0] for i in found if i.path.startswith(base)})
 
     def staged(self, path: str) -> str:
         """Where a part file is written before it is whole.  Where renames

@@ -7,7 +7,10 @@ chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
 AWS_PROFILE, ~/.aws, instance roles), AWS_REGION (or AWS_DEFAULT_REGION),
 and AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for an S3-compatible server
 (the AWS variables; pyarrow's S3 does not read the endpoint ones itself,
-so they are read here); for GCS and HDFS the filesystem's own settings.
+so they are read here); for GCS and HDFS the filesystem's own settings,
+and for a GCS emulator the variables Google's own clients take,
+CLOUD_STORAGE_EMULATOR_ENDPOINT or STORAGE_EMULATOR_HOST (anonymous, as
+those clients are with an emulator).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class Url:
         return Url(self.scheme, path)
 
     def filesystem(self) -> pafs.FileSystem:
-        return _filesystem(SCHEMES[self.scheme], self._authority(), _s3_settings())
+        return _filesystem(SCHEMES[self.scheme], self._authority(), _settings())
 
     def _authority(self) -> str:
         # HDFS names its namenode in the URL; the others' first segment is a bucket.
@@ -78,31 +81,44 @@ def parse(spec: str) -> Url:
     return Url(scheme, rest)
 
 
-def _s3_settings() -> tuple[tuple[str, str], ...]:
-    """The AWS variables, read on each call (an executor's environment is
-    its own): a filesystem made with others is not reused."""
-    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
+GCS_EMULATOR = ("CLOUD_STORAGE_EMULATOR_ENDPOINT", "STORAGE_EMULATOR_HOST")  # google-cloud-cpp's, then the others'
+
+
+def _settings() -> tuple[tuple[str, str], ...]:
+    """The AWS and GCS emulator variables, read on each call (an executor's
+    environment is its own): a filesystem made with others is not reused."""
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_") or k in GCS_EMULATOR))
+
+
+def _endpoint(url: str, kwargs: dict[str, object]) -> None:
+    """An endpoint URL as pyarrow's endpoint_override and scheme."""
+    m = _URL.match(url)
+    if m:
+        kwargs["scheme"] = m.group(1).lower()
+        url = url[m.end() :]
+    kwargs["endpoint_override"] = url.rstrip("/")
 
 
 @lru_cache(maxsize=16)
-def _filesystem(scheme: str, authority: str, aws: tuple[tuple[str, str], ...]) -> pafs.FileSystem:
+def _filesystem(scheme: str, authority: str, settings: tuple[tuple[str, str], ...]) -> pafs.FileSystem:
     pafs = _pafs()
-
+    env = dict(settings)
     try:
         if scheme == "s3":
-            env = dict(aws)
             endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
             region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
             kwargs: dict[str, object] = {"region": region or "us-east-1"}
             if endpoint:
-                m = _URL.match(endpoint)
-                if m:
-                    kwargs["scheme"] = m.group(1).lower()
-                    endpoint = endpoint[m.end() :]
-                kwargs["endpoint_override"] = endpoint.rstrip("/")
+                _endpoint(endpoint, kwargs)
             return pafs.S3FileSystem(**kwargs)
         if scheme == "gs":
-            return pafs.GcsFileSystem()
+            emulator = next((env[k] for k in GCS_EMULATOR if env.get(k)), None)
+            if emulator is None:
+                return pafs.GcsFileSystem()
+            gcs: dict[str, object] = {"anonymous": True}
+            # STORAGE_EMULATOR_HOST may be host:port alone; pyarrow's scheme is https unless told.
+            _endpoint(emulator if _URL.match(emulator) else f"http://{emulator}", gcs)
+            return pafs.GcsFileSystem(**gcs)
         if scheme == "hdfs":
             host, _, port = authority.partition(":")
             return pafs.HadoopFileSystem(host or "default", int(port or 0))
