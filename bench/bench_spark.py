@@ -93,6 +93,27 @@ def parquet_rows(out: Path) -> int:
     return int(ds.dataset(out, format="parquet", partitioning="hive").count_rows())
 
 
+# A row's place: a raw stream's rows are told apart by offset, problem and type.
+ROW_KEY = ("capture_file", "offset", "problem", "type", "seq")
+
+
+def same_rows(a: Path, b: Path) -> bool:
+    """The two tables hold the same rows, every column but the partition
+    (event_hour, a directory name in Spark's output, derived from time),
+    in any order: compared column by column, each sorted by ROW_KEY."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    from ripple_cli.batch.rows import COLUMN_NAMES
+
+    columns = [c for c in COLUMN_NAMES if c != "event_hour"]
+    tables = [ds.dataset(p, format="parquet", partitioning="hive").to_table(columns=columns) for p in (a, b)]
+    if tables[0].num_rows != tables[1].num_rows:
+        return False
+    order = [pc.sort_indices(t, sort_keys=[(k, "ascending") for k in ROW_KEY]) for t in tables]
+    return all(tables[0][c].take(order[0]).equals(tables[1][c].take(order[1])) for c in columns)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=8_500_000, help="messages in the stream (8.5M: about 1.08 GB)")
@@ -125,7 +146,10 @@ def main() -> None:
     print()
     print(f"local[2] / local[1]: {ratio:.2f}x (goal {GOAL}x: {'met' if ratio >= GOAL else 'not met'})")
     print(f"standalone (2 workers) / local[2]: {results[2][1] / results[3][1]:.2f}x")
-    print(f"same rows in all four: {'yes' if len({n for _, _, n in results}) == 1 else 'NO'}")
+    print(f"same row counts in all four: {'yes' if len({n for _, _, n in results}) == 1 else 'NO'}")
+    inprocess = WORK / "spark-inprocess.parquet"
+    same = all(same_rows(inprocess, WORK / f"spark-{name}") for name in ("1", "2", "standalone"))
+    print(f"same rows in all four (every column, in-process against each Spark run): {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":
