@@ -13,6 +13,8 @@ import socket
 import struct
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -79,15 +81,28 @@ def _client_port(label: str, upstream_port: int) -> int:
     return ports[0]
 
 
+def _wait_slowly(cond: Callable[[], bool], what: str, timeout: float = 600) -> None:
+    """wait_for, looking once a second: the condition reads a large file."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(1)
+
+
 def test_fifty_connections_arrive_intact_and_decode_like_decode(tmp_path: Path) -> None:
     variants = [ripple_stream(seed=k, size=2_000_000) for k in range(4)]
     garbage = random.Random(99).randbytes(2_000_000)
     payloads = [garbage if i == 17 else variants[i % 4] for i in range(50)]
     up = EchoServer(seed=3)
     # A buffer larger than all the traffic: this test wants every byte decoded.
+    expected = {sha(p): decode_lines(p, tmp_path) for p in [*variants, garbage]}
+    # Every line the tap is to show: both directions of each Ripple connection.
+    shown = sum(2 * len(expected[sha(p)]) for p in payloads if p is not garbage)
     with run_tap(_proxy_args(up.port, "--show-connection", "--buffer", "1G"), tmp_path) as tap:
         results = _parallel(tap.port, payloads)
         wait_for(lambda: len(up.received) == 50, what="the upstream to see every connection end")
+        # The tap decodes behind the traffic: Ctrl-C once it has shown every line.
+        _wait_slowly(lambda: tap.stdout().count(b"\n") >= shown, what="the tap to show every message")
         assert tap.interrupt() == 130
     up.close()
 
@@ -97,7 +112,6 @@ def test_fifty_connections_arrive_intact_and_decode_like_decode(tmp_path: Path) 
     assert sorted(r.sha for r in up.received) == sorted(sha(p) for p in payloads)
 
     # Decoding: per connection and direction, what `ripple decode` prints for the same bytes.
-    expected = {sha(p): decode_lines(p, tmp_path) for p in [*variants, garbage]}
     payload_of = {local: payloads[i] for i, (local, _d, _s) in enumerate(results)}
     groups = by_connection(tap.stdout().splitlines())
     assert len(groups) == 2 * 49  # both directions of every Ripple connection
