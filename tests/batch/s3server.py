@@ -59,12 +59,17 @@ class S3Server:
         pafs.copy_files(str(local), where, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=self.fs())
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_server(self.proc)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """A test server's process ended: asked first, killed after 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def start_s3(log: Path, checks_credentials: bool = False) -> S3Server:

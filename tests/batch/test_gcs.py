@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
+from tests.batch.s3server import stop_server
 from tests.batch.standalone import wait_for
 from tests.batch.test_s3 import check_typed, renamed, typed_files, typed_inputs
 from tests.batch.test_spark_export import in_process_rows, table_rows
@@ -58,12 +59,7 @@ class GcsServer:
         )
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_server(self.proc)
 
 
 @pytest.fixture(scope="module")
