@@ -400,6 +400,50 @@ def test_found_by_heuristic_on_any_port(demo: Captured) -> None:
     assert _count(demo, demo.lua, "ripple.heuristic:FALSE") == 0
 
 
+def with_port(pcap: Path, old: int, new: int, out: Path) -> None:
+    """The capture (lo: Ethernet, IPv4) with TCP port `old` renamed `new`
+    (checksums left stale: tshark does not check them by default)."""
+    data = bytearray(pcap.read_bytes())
+    assert struct.unpack_from("<I", data, 20)[0] == 1  # LINKTYPE_ETHERNET
+    pos = 24
+    while pos < len(data):
+        (caplen,) = struct.unpack_from("<I", data, pos + 8)
+        ip = pos + 16 + 14
+        tcp = ip + (data[ip] & 15) * 4
+        for at in (tcp, tcp + 2):
+            if struct.unpack_from(">H", data, at)[0] == old:
+                struct.pack_into(">H", data, at, new)
+        pos += 16 + caplen
+    out.write_bytes(bytes(data))
+
+
+def test_port_of_another_protocol_needs_heuristics_first(demo: Captured, tmp_path: Path) -> None:
+    """ripple-wireshark(1): on a port Wireshark gives another protocol
+    (57000: IRC) the connection is that protocol's unless heuristics go
+    first or -d names Ripple."""
+    irc = Captured(**{**vars(demo), "pcap": tmp_path / "irc.pcap"})
+    with_port(demo.pcap, demo.port, 57000, irc.pcap)
+    n = len(demo.decoded)
+    assert "IRC" in tshark(demo.lua, irc.pcap, "-o", "tcp.try_heuristic_first:FALSE", "-c", "4")
+    assert _count(irc, irc.lua, "tcp.try_heuristic_first:FALSE") == 0
+    assert _count(irc, irc.lua, "tcp.try_heuristic_first:TRUE") == n
+    seqs = tshark(
+        irc.lua,
+        irc.pcap,
+        "-o",
+        "tcp.try_heuristic_first:FALSE",
+        "-d",
+        "tcp.port==57000,ripple",
+        "-T",
+        "fields",
+        "-e",
+        "ripple.seq",
+        "-Y",
+        "ripple",
+    )
+    assert sum(len(line.split(",")) for line in seqs.splitlines()) == n
+
+
 def test_preferred_port(demo: Captured, tmp_path: Path) -> None:
     """The port preference, set with -o, and its default, set by --port."""
     n = len(demo.decoded)
