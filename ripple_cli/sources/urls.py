@@ -84,10 +84,55 @@ def parse(spec: str) -> Url:
 GCS_EMULATOR = ("CLOUD_STORAGE_EMULATOR_ENDPOINT", "STORAGE_EMULATOR_HOST")  # google-cloud-cpp's, then the others'
 
 
+# What tells Google's clients where their credentials are (AIP-4110), and
+# the variables that name a metadata server (as google-auth reads them).
+GCS_CREDENTIALS = (
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "HOME",
+    "GCE_METADATA_HOST",
+    "GCE_METADATA_ROOT",
+)
+_GCE_PRODUCT = "/sys/class/dmi/id/product_name"  # "Google Compute Engine" on GCE and GKE nodes
+
+
 def _settings() -> tuple[tuple[str, str], ...]:
-    """The AWS and GCS emulator variables, read on each call (an executor's
+    """The AWS, GCS and emulator variables, read on each call (an executor's
     environment is its own): a filesystem made with others is not reused."""
-    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_") or k in GCS_EMULATOR))
+    wanted = (*GCS_EMULATOR, *GCS_CREDENTIALS)
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_") or k in wanted))
+
+
+def _gcs_credentials_or_fail(env: dict[str, str]) -> None:
+    """Fail in one line when Google's default credentials cannot be found.
+
+    Why: with none of them, google-cloud-cpp (under pyarrow) falls back to
+    the GCE metadata server and, off Google Cloud, retries it for many
+    minutes before the first request fails: a hang to the user.  The chain
+    looked at is AIP-4110's: GOOGLE_APPLICATION_CREDENTIALS, gcloud's
+    application-default file, then a metadata server, taken to be there on
+    a Google machine (its DMI product name, as google-auth checks it) or
+    when GCE_METADATA_HOST / GCE_METADATA_ROOT names one."""
+    named = env.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if named:
+        if not os.path.isfile(named):
+            raise InputUnreadable(f"gs://: GOOGLE_APPLICATION_CREDENTIALS names {named}, which is not a file")
+        return
+    config = env.get("CLOUDSDK_CONFIG") or os.path.join(env.get("HOME", "~"), ".config", "gcloud")
+    if os.path.isfile(os.path.join(os.path.expanduser(config), "application_default_credentials.json")):
+        return
+    if env.get("GCE_METADATA_HOST") or env.get("GCE_METADATA_ROOT"):
+        return
+    try:
+        with open(_GCE_PRODUCT, encoding="ascii", errors="replace") as f:
+            if f.read().strip().startswith("Google"):
+                return
+    except OSError:
+        pass
+    raise InputUnreadable(
+        "gs://: no Google Cloud credentials (set GOOGLE_APPLICATION_CREDENTIALS to a key file, run"
+        " `gcloud auth application-default login`, or set STORAGE_EMULATOR_HOST for an emulator)"
+    )
 
 
 def _endpoint(url: str, kwargs: dict[str, object]) -> None:
@@ -114,6 +159,7 @@ def _filesystem(scheme: str, authority: str, settings: tuple[tuple[str, str], ..
         if scheme == "gs":
             emulator = next((env[k] for k in GCS_EMULATOR if env.get(k)), None)
             if emulator is None:
+                _gcs_credentials_or_fail(env)
                 return pafs.GcsFileSystem()
             gcs: dict[str, object] = {"anonymous": True}
             # STORAGE_EMULATOR_HOST may be host:port alone; pyarrow's scheme is https unless told.

@@ -151,3 +151,37 @@ def test_typed_tables_to_gcs(gcs: GcsServer, mixed_dir: Path, tmp_path: Path) ->
     assert there.returncode == 0, there.stderr
     check_typed(typed_files(gcs.fs(), f"{BUCKET}/typed"), typed_files(pafs.LocalFileSystem(), str(local)))
     assert _fetched_rows(gcs, f"{BUCKET}/typed/messages") == table_rows(local / "messages")
+
+
+def _no_credentials(tmp_path: Path, args: list[str], **extra: str) -> subprocess.CompletedProcess[str]:
+    """ripple with no Google settings at all: no emulator, no key file, a
+    HOME without gcloud's file, no metadata server named."""
+    if Path("/sys/class/dmi/id/product_name").is_file() and Path(
+        "/sys/class/dmi/id/product_name"
+    ).read_text().startswith("Google"):
+        pytest.skip("a Google Cloud machine: its metadata server gives credentials")
+    drop = ("AWS_", "GOOGLE_", "CLOUDSDK_", "GCE_METADATA_", "CLOUD_STORAGE_EMULATOR_ENDPOINT", "STORAGE_EMULATOR_HOST")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.update(HOME=str(tmp_path), **extra)
+    code = HIDE.format(hidden=("pyspark",))
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
+
+
+def test_no_credentials_is_one_line_at_once(tmp_path: Path) -> None:
+    """Without credentials a gs:// URL fails at once, exit 3, rather than
+    wait minutes on a metadata server that is not there (the timeout above
+    would fail the test)."""
+    done = _no_credentials(tmp_path, ["export", "examples/demo.ripple", "-o", "gs://bucket/out"])
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr.splitlines() == [
+        "ripple: gs://: no Google Cloud credentials (set GOOGLE_APPLICATION_CREDENTIALS to a key file, run"
+        " `gcloud auth application-default login`, or set STORAGE_EMULATOR_HOST for an emulator)"
+    ]
+    missing = tmp_path / "key.json"
+    done = _no_credentials(tmp_path, ["stats", "gs://bucket/day1/"], GOOGLE_APPLICATION_CREDENTIALS=str(missing))
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr.splitlines() == [
+        f"ripple: gs://: GOOGLE_APPLICATION_CREDENTIALS names {missing}, which is not a file"
+    ]
