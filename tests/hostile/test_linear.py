@@ -141,3 +141,34 @@ def test_detection_over_headers_claiming_large_payloads_hashes_each_byte_a_few_t
     data = claiming_headers(256 << 10, claim=256 << 10)
     assert find_envelope(data) == data.rindex(b"RIPP")  # the Heartbeat at the end
     assert hashed[0] <= 40 * len(data), f"hashed {hashed[0] / len(data):.0f} times the head"
+
+
+def test_pravega_resync_over_headers_claiming_large_bodies_is_linear() -> None:
+    """Damage made of AppendBlockEnd headers, each claiming a body that runs
+    past the next header and past the end: every one is a candidate whose
+    claimed body must be judged, without copying or reading it whole."""
+    import struct
+
+    from ripple_cli.protocols.base import DissectOptions
+    from ripple_cli.protocols.pravega.stream import PravegaStream
+
+    hello = struct.pack(">iiii", -127, 8, 15, 5)
+
+    def build(n: int) -> Callable[[], Any]:
+        # Claims past the end, and never landing on a header (4 mod 8).
+        unit = struct.pack(">ii", 4, 4 * n + 4)
+        data = hello + b"\x01" + unit * (n // 8) + hello
+
+        def run() -> list[Any]:
+            s = PravegaStream(DissectOptions(), None)
+            out = []
+            for i in range(0, len(data), 1 << 16):
+                out += s.feed(data[i : i + (1 << 16)])
+            out += s.finish()
+            kinds = [type(x).__name__ for x in out]
+            assert kinds == ["ProtoMessage", "Problem", "ProtoMessage"], kinds
+            return out
+
+        return run
+
+    _linear(build, 128 << 10)

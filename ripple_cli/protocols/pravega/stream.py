@@ -254,7 +254,7 @@ class PravegaStream(BufferedStream):
                     sure = code2 in TOP_LEVEL and 0 <= length2 <= limit
                 else:
                     sure = after <= end
-                sure = sure or reads_cleanly(code, bytes(buf[p + HEADER_SIZE : after]))
+                sure = sure or reads_cleanly(code, buf, p + HEADER_SIZE, min(after, end))
                 if sure:
                     self._close_damage(p, out)
                     self._pos = p

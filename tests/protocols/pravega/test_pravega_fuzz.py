@@ -211,3 +211,39 @@ def test_random_text_encodes_or_is_refused(tree: Sexp) -> None:
 def test_detect_answers_anything(data: bytes) -> None:
     for n in (0, 3, 8, 16, len(data)):
         assert isinstance(DISSECTOR.detect(data[:n]), Detection)
+
+
+def _reads_cleanly_by_reading(code: int, body: bytes) -> bool:
+    """What reads_cleanly must answer, said through the full reader."""
+    from ripple_cli.codec.problems import Severity
+    from ripple_cli.protocols.pravega.wire import LAYOUTS, read_body
+
+    if code not in LAYOUTS:
+        return False
+    cmd = read_body(code, body)
+    return cmd.raw is None and not cmd.trailing and not any(n.severity is Severity.ERROR for n in cmd.notes)
+
+
+@given(
+    st.one_of(COMMANDS),
+    st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), max_size=3),
+    st.integers(-4, 4),
+)
+@prop(400)
+def test_reads_cleanly_answers_as_the_reader(command: bytes, edits: list[tuple[int, int]], resize: int) -> None:
+    """reads_cleanly follows the fields' lengths without reading the body
+    (resynchronisation asks it of every candidate): on valid bodies, bodies
+    with bytes changed, and bodies cut or lengthened, it answers as
+    read_body does."""
+    from ripple_cli.protocols.pravega.wire import reads_cleanly
+
+    code = int.from_bytes(command[:4], "big", signed=True)
+    body = bytearray(command[8:])
+    for at, byte in edits:
+        if body:
+            body[at % len(body)] = byte
+    body = body[: len(body) + resize] if resize < 0 else body + bytes(resize)
+    framed = b"junk" + bytes(body) + b"more"
+    want = _reads_cleanly_by_reading(code, bytes(body))
+    assert reads_cleanly(code, bytes(body)) == want
+    assert reads_cleanly(code, framed, 4, 4 + len(body)) == want
