@@ -11,6 +11,7 @@ from rich.text import Text
 from ripple_cli.codec.jsonview import iso_time
 from ripple_cli.render.columns import Column, Trimmed, fitted_table
 from ripple_cli.terminal.environment import Environment
+from ripple_cli.terminal.words import plural
 
 from .stats import NS, Record
 
@@ -70,11 +71,21 @@ def _table(
 
 def print_report(env: Environment, console: Console, report: Record) -> None:
     ov = report["overview"]
-    overview = (
-        f"{ov['files']:,} files, {ov['streams']:,} streams: {ov['messages']:,} messages, {ov['bytes']:,} bytes, "
-        f"{ov['errors']:,} errors, {ov['warnings']:,} warnings; {_ns(ov['first_ns'])} to {_ns(ov['last_ns'])}; "
-        f"rate {_num(ov['rate'])} msgs/s, peak {ov['peak_per_second']:,} in one second"
+    counts = ", ".join(
+        plural(ov[k], word, grouped=True)
+        for k, word in (("messages", "message"), ("bytes", "byte"), ("errors", "error"))
     )
+    overview = (
+        f"{plural(ov['files'], 'file', grouped=True)}, {plural(ov['streams'], 'stream', grouped=True)}: {counts}, "
+        f"{plural(ov['warnings'], 'warning', grouped=True)}; "
+    )
+    if ov["first_ns"] is None:
+        overview += "no event times"  # no message, or none that carries a time
+    else:
+        overview += (
+            f"{_ns(ov['first_ns'])} to {_ns(ov['last_ns'])}; "
+            f"rate {_num(ov['rate'])} msgs/s, peak {ov['peak_per_second']:,} in one second"
+        )
     console.print(Trimmed(Text(overview)))
     console.print()
     cid = report["by"] == "connection"  # with each stream's Community ID

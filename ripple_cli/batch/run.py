@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ripple_cli.errors import UsageProblem
 from ripple_cli.sources.schema_files import load_schema_file, schema_paths
 from ripple_cli.terminal.environment import Environment
+from ripple_cli.terminal.words import plural
 
 from .inputs import InputFile, discover
 from .plan import Plan
@@ -169,10 +170,11 @@ class BatchRun:
         caps = len(self.inputs) - raw
         size = sum(i.size for i in self.inputs)
         n = len(plan.rotated)
-        rotated = f", {n} rotated connection{'' if n == 1 else 's'}" if n else ""
+        rotated = f", {plural(n, 'rotated connection')}" if n else ""
         return (
-            f"{len(self.inputs)} files ({raw} raw, {caps} captures), {size:,} bytes, "
-            f"{len(plan.tasks)} tasks{rotated}, {len(plan.settings.schemas)} schemas"
+            f"{plural(len(self.inputs), 'file')} ({raw} raw, {plural(caps, 'capture')}), "
+            f"{plural(size, 'byte', grouped=True)}, "
+            f"{plural(len(plan.tasks), 'task')}{rotated}, {plural(len(plan.settings.schemas), 'schema')}"
         )
 
     def elapsed(self) -> float:

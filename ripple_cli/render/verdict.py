@@ -8,12 +8,9 @@ from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.codec.problems import Problem
 from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.terminal.environment import Environment
+from ripple_cli.terminal.words import plural
 
 VERIFY_JSON_VERSION = 1
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def problem_line(report: Report, p: Problem) -> str:
@@ -28,15 +25,15 @@ def problem_line(report: Report, p: Problem) -> str:
 def source_summary(report: Report, src: SourceReport) -> str:
     errors, warnings = src.counts(report.strict)
     types = ", ".join(f"{n} {t}" for t, n in sorted(src.by_type.items()))
-    head = f"{src.name}: {_plural(src.messages, 'message')}" + (f" ({types})" if types else "")
-    head += f", {_plural(src.bytes, 'byte')}"
+    head = f"{src.name}: {plural(src.messages, 'message')}" + (f" ({types})" if types else "")
+    head += f", {plural(src.bytes, 'byte')}"
     if not errors and not warnings:
         # An input with no message is not OK for verify (it fails the run),
         # unless --allow-empty said so, when it is not listed as empty.
         return head + (": empty" if src.name in report.empty else ": OK")
-    parts = [_plural(errors, "problem")] if errors else []
+    parts = [plural(errors, "problem")] if errors else []
     if warnings:
-        parts.append(_plural(warnings, "warning"))
+        parts.append(plural(warnings, "warning"))
     return head + ": " + ", ".join(parts)
 
 
@@ -50,14 +47,14 @@ def text_report(report: Report, unreadable: list[str]) -> str:
         if src.analysis is not None:
             lines.extend(analysis_lines(src.analysis))
     total_msgs = sum(s.messages for s in report.sources)
-    tail = f"verify: {_plural(len(report.sources), 'stream')}, {_plural(total_msgs, 'message')}, "
-    tail += _plural(report.problem_count, "problem")
+    tail = f"verify: {plural(len(report.sources), 'stream')}, {plural(total_msgs, 'message')}, "
+    tail += plural(report.problem_count, "problem")
     if report.warning_count:
-        tail += f", {_plural(report.warning_count, 'warning')}"
+        tail += f", {plural(report.warning_count, 'warning')}"
     if unreadable:
         tail += f", {len(unreadable)} unreadable"
     if report.empty:
-        tail += f", {_plural(len(report.empty), 'input')} with no message"
+        tail += f", {plural(len(report.empty), 'input')} with no message"
     lines.append(tail)
     # Input names and a connection's analysis may hold what does not print
     # (bytes from the wire, a file name that is not UTF-8): escaped.
@@ -153,7 +150,7 @@ def junit_report(report: Report, unreadable: list[str]) -> bytes:
         # XML 1.0 holds no control character but tab and newline: escaped.
         body = "\n".join(escape_text(problem_line(report, p).strip()) for p in s.problems)
         if errors:
-            failure = ET.SubElement(case, "failure", message=_plural(errors, "problem"), type="ripple.verify")
+            failure = ET.SubElement(case, "failure", message=plural(errors, "problem"), type="ripple.verify")
             failure.text = body
         elif warnings:
             out = ET.SubElement(case, "system-out")

@@ -9,6 +9,8 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
+from ripple_cli.terminal.words import plural
+
 NS = 1_000_000_000
 
 
@@ -83,10 +85,10 @@ class ReplayStats:
 
     def to_text(self) -> str:
         msgs, mbs = self.rates()
-        conns = _plural(self.connections, "connection")
+        conns = plural(self.connections, "connection", grouped=True)
         where = f"to {self.peer}" if not self.listening else f"to consumers of {self.peer}"
         lines = [
-            f"replay: {_plural(self.messages, 'message')}, {self.bytes:,} bytes {where} ({conns}), "
+            f"replay: {plural(self.messages, 'message', grouped=True)}, {self.bytes:,} bytes {where} ({conns}), "
             f"{self.elapsed_ns / NS:.3f} s at {self.pacing}" + (" (interrupted)" if self.interrupted else ""),
             f"  rate: {msgs:,.1f} msgs/s, {mbs:.3f} MB/s",
         ]
@@ -109,7 +111,3 @@ def _percentile(ordered: list[int], pct: int) -> int:
 
 def _ms(ns: int) -> float:
     return round(ns / 1e6, 6)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")

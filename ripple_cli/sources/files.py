@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ripple_cli.errors import InputUnreadable
+from ripple_cli.sexp.atoms import escape_text
 
 from .urls import is_url, open_url
 
@@ -14,7 +15,10 @@ CHUNK_SIZE = 1 << 20
 
 
 def display_name(path: str) -> str:
-    return "<stdin>" if path == "-" else path
+    """The name diagnostics give an input: on one line whatever it holds (a
+    newline or a control in a file name is escaped as the sexp form escapes
+    it), so that each diagnostic stays one line."""
+    return "<stdin>" if path == "-" else escape_text(path)
 
 
 def open_error(name: str, e: OSError, what: str = "cannot open") -> InputUnreadable:

@@ -16,6 +16,7 @@ from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols import registry as protocols
 from ripple_cli.protocols.item import Decoded, Run, Tracker
 from ripple_cli.protocols.origin import Origin
+from ripple_cli.terminal.words import plural
 
 _UNSET: Tracker | None = object()  # type: ignore[assignment]  # no message seen yet
 KEEP_CLOSED = 256  # closed connections kept for the view; older ones only count in the totals
@@ -206,20 +207,16 @@ class TapStats:
         """One line: what was seen, and what was not shown or decoded."""
         _streams, t = self.snapshot()
         parts = [
-            _plural(t.connections, "connection"),
-            _plural(t.messages, "message"),
-            _plural(t.problems, "problem"),
+            plural(t.connections, "connection"),
+            plural(t.messages, "message"),
+            plural(t.problems, "problem"),
         ]
         losses = [
-            f"{_plural(self.not_shown_messages, 'message')} not shown",
-            f"{_plural(t.not_decoded, 'byte')} not decoded",
+            f"{plural(self.not_shown_messages, 'message')} not shown",
+            f"{plural(t.not_decoded, 'byte')} not decoded",
         ]
         if self.not_shown_problems:
-            losses.insert(1, f"{_plural(self.not_shown_problems, 'problem')} not shown")
+            losses.insert(1, f"{plural(self.not_shown_problems, 'problem')} not shown")
         if self.not_recorded:
-            losses.append(f"{_plural(self.not_recorded, 'byte')} not recorded")
+            losses.append(f"{plural(self.not_recorded, 'byte')} not recorded")
         return ", ".join(parts) + "; " + ", ".join(losses) + "".join(f"; {n}" for n in self.notes)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -50,7 +50,7 @@ def test_a_small_export_runs_in_process_with_the_rows_of_spark(tmp_path: Path) -
     here, spark = tmp_path / "here", tmp_path / "spark"
     _, note, last = ripple("export", DEMO, "-o", str(here))
     assert last == "code=0 pyspark=False"
-    assert note.startswith("export: 1 files (1 raw, 0 captures), 37,372 bytes, 1 tasks, 4 schemas; ")
+    assert note.startswith("export: 1 file (1 raw, 0 captures), 37,372 bytes, 1 task, 4 schemas; ")
     assert "(parquet, partitioned by event_hour; in-process, without Spark) in " in note
     _, note, last = ripple("export", "-q", "--master", "local[1]", DEMO, "-o", str(spark))
     assert (note, last) == ("", "code=0 pyspark=True")
@@ -62,7 +62,7 @@ def test_a_small_export_runs_in_process_with_the_rows_of_spark(tmp_path: Path) -
 def test_a_small_stats_runs_in_process_with_the_figures_of_spark() -> None:
     out, note, last = ripple("stats", "-F", "json", DEMO)
     assert last == "code=0 pyspark=False"
-    assert note.startswith("stats: 1 files (1 raw, 0 captures), 37,372 bytes, 1 tasks, 4 schemas; in-process, without")
+    assert note.startswith("stats: 1 file (1 raw, 0 captures), 37,372 bytes, 1 task, 4 schemas; in-process, without")
     spark_out, note, last = ripple("stats", "-q", "-F", "json", "--master", "local[1]", DEMO)
     assert (note, last) == ("", "code=0 pyspark=True")
     assert json.loads(out) == json.loads(spark_out)

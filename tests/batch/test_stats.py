@@ -285,12 +285,22 @@ def test_stats_by_connection_output_and_key(inputs: StatsInputs, by_type: tuple[
     assert by_key["top_keys"] == by_type[0]["top_keys"][:3]
 
 
+def test_stats_of_no_message_says_so(tmp_path: Path) -> None:
+    """Counts in words (one file, one error) and, with no message, no
+    empty times or rate but the words for it."""
+    bad = tmp_path / "bad.ripple"
+    bad.write_bytes(b"xx")
+    res = run_cli(["stats", "-q", str(bad)], width=250)
+    assert res.code == 0, res.stderr
+    assert res.text.splitlines()[0] == "1 file, 1 stream: 0 messages, 0 bytes, 1 error, 0 warnings; no event times"
+
+
 def test_stats_table_prints_the_same_figures(spark: object, inputs: StatsInputs) -> None:
     res = run_cli(["stats", "-q", str(inputs.directory)], width=250)
     assert res.code == 0, res.stderr
     lines = [" ".join(line.replace("│", " ").split()) for line in res.text.splitlines()]
     assert lines[0] == (
-        "2 files, 4 streams: 34 messages, 2,981 bytes, 1 errors, 0 warnings; "
+        "2 files, 4 streams: 34 messages, 2,981 bytes, 1 error, 0 warnings; "
         "2024-06-20T16:13:20.000000000Z to 2024-06-20T16:13:52.500000000Z; rate 1.0 msgs/s, peak 11 in one second"
     )
     for row in (

@@ -36,6 +36,21 @@ def test_missing_file_is_exit_3_one_line() -> None:
     assert r.stderr == "ripple: /nonexistent/x.ripple: no such file\n"
 
 
+def test_a_file_name_with_a_newline_gives_one_line(tmp_path: Path) -> None:
+    """The name is escaped as the sexp form escapes text: each diagnostic
+    stays one line whatever the file is called."""
+    odd = tmp_path / "a\nb\x1b.ripple"
+    r = run_cli(["decode", str(odd)])
+    assert (r.code, r.stderr) == (3, f"ripple: {tmp_path}/a\\nb\\027.ripple: no such file\n")
+    odd.write_bytes(b"xx")
+    r = run_cli(["decode", str(odd)])
+    assert r.code == 1
+    assert r.stderr.splitlines() == [
+        f"ripple: {tmp_path}/a\\nb\\027.ripple: error: offset 0: bad magic 78 78 (expected 52 49 50 50, RIPP);"
+        " skipped 2 bytes to offset 2"
+    ]
+
+
 def test_directory_is_exit_3(tmp_path: Path) -> None:
     r = run_cli(["verify", str(tmp_path)])
     assert r.code == 3

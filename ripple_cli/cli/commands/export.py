@@ -15,6 +15,7 @@ from ripple_cli.cli.options import OutputPath
 from ripple_cli.errors import InputUnreadable, UsageProblem
 from ripple_cli.sources.urls import check_parent, exists, is_url, remove
 from ripple_cli.terminal.environment import Environment
+from ripple_cli.terminal.words import plural
 
 if TYPE_CHECKING:
     from ripple_cli.batch.plan import Plan
@@ -152,7 +153,7 @@ def export(
     if tables:
         part += ", with typed tables"
     run.note(
-        f"export: {run.describe_inputs(plan)}; {rows - problems:,} messages, "
-        f"{problems:,} problems -> {out} ({fmt}{part}{how}) in {run.elapsed():.1f} s"
+        f"export: {run.describe_inputs(plan)}; {plural(rows - problems, 'message', grouped=True)}, "
+        f"{plural(problems, 'problem', grouped=True)} -> {out} ({fmt}{part}{how}) in {run.elapsed():.1f} s"
     )
     return 0
