@@ -77,7 +77,7 @@ def frame_events(
                         None,
                         time_ns,
                         "unsupported_linktype",
-                        f"{name}: link type {lt} is not supported (supported: {_supported()})",
+                        f"link type {lt} is not supported (supported: {_supported()})",
                         error=True,
                     )
                     if one_linktype:

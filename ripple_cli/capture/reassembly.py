@@ -514,7 +514,7 @@ class Reassembler:
                     d.stream,
                     time_ns,
                     "reassembly_window",
-                    f"{d.stream.label}: more than {self.window} bytes (--reassembly-window) held after a hole "
+                    f"more than {self.window} bytes (--reassembly-window) held after a hole "
                     f"at stream offset {d.delivered}: the hole is declared missing",
                 )
             )
@@ -606,8 +606,7 @@ class Reassembler:
                 d.stream,
                 time_ns,
                 "conflicting_overlap",
-                f"{d.stream.label}: a retransmission differs from the first copy within stream offsets {a}..{b}; "
-                "the first copy is kept",
+                f"a retransmission differs from the first copy within stream offsets {a}..{b}; the first copy is kept",
                 error=True,
             )
         )

@@ -10,6 +10,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import BinaryIO
 
 import pytest
@@ -21,6 +22,7 @@ from ripple_cli.capture.pcapfile import read_pcap, read_pcapng
 from ripple_cli.capture.reader import CaptureOptions, capture_events, frame_events
 from ripple_cli.sources.inputs import ChunkFile, input_events
 from tests.capture.capkit import Capture
+from tests.conftest import run_cli
 
 
 def _records(cap: Capture) -> list[tuple[int, bytes]]:
@@ -329,6 +331,15 @@ def test_pcapng_interface_of_unsupported_link_type_is_skipped(lo_capture: Captur
     assert "link type 147" in res.notes[0].detail
     res.notes.clear()
     assert_exchanges(res, lo_capture.exchanges)
+
+
+def test_unsupported_link_type_names_the_file_once(tmp_path: Path) -> None:
+    path = tmp_path / "odd.pcap"
+    path.write_bytes(pcap_bytes([(0, b"x" * 60)], linktype=147))
+    res = run_cli(["decode", str(path)])
+    assert res.code == 1
+    assert res.stderr.startswith(f"ripple: {path}: error: link type 147 is not supported (supported: ")
+    assert res.stderr.count(str(path)) == 1 and res.stderr.count("\n") == 1
 
 
 def test_frame_events_from_frames_read_elsewhere(lo_capture: Capture) -> None:
