@@ -12,6 +12,7 @@ object store under their final names at once (no atomic rename there).
 
 from __future__ import annotations
 
+import contextlib
 from functools import cached_property
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -138,6 +139,24 @@ class TaskTables:
         for table, st in self.siblings.items():
             if len(st):
                 self._write_sibling(table, st)
+        self.files.clear()
+        self.tables.clear()
+        self.siblings.clear()
+
+    def abort(self) -> None:
+        """The task failed: the part files it was still writing are removed.
+        Why: closing a writer publishes what it holds (on S3 and GCS an
+        upload, even one cut short by the failure, completes when its stream
+        is closed or collected), and a part file without its end would then
+        sit under its final name; a retry of the task writes the same names
+        again.  Best effort: the failure that brought us here is the one to
+        report."""
+        o = self._dir
+        for _path, staged, writer in self.files.values():
+            with contextlib.suppress(Exception):  # the task's own error is the one raised
+                writer.close()
+            with contextlib.suppress(Exception):
+                o.fs.delete_file(staged)
         self.files.clear()
         self.tables.clear()
         self.siblings.clear()

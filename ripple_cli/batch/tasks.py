@@ -370,7 +370,14 @@ def task_rows(
 
 
 def typed_rows(rows: Iterator[Row], typed: TaskTables | None) -> Iterator[Row]:
-    """`rows`, then the task's typed part files closed (written whole)."""
-    yield from rows
-    if typed is not None:
-        typed.close()
+    """`rows`, then the task's typed part files closed (written whole); a
+    task that fails or is stopped takes back the part files it had begun."""
+    if typed is None:
+        yield from rows
+        return
+    try:
+        yield from rows
+    except BaseException:
+        typed.abort()
+        raise
+    typed.close()

@@ -9,6 +9,7 @@ to a local directory."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -359,3 +360,30 @@ def test_the_docs_s3_recipe_runs_as_written(s3: S3Server, mixed_dir: Path, tmp_p
     assert s3_table(s3, "tables/2024-06-20") == renamed(local, mixed_dir / "caps", url)
     here = run_cli(["stats", "-q", "-F", "json", str(mixed_dir / "caps")])
     assert json.loads((tmp_path / "stats.json").read_text()) == json.loads(here.stdout)
+
+
+def test_a_failed_task_leaves_no_part_file_behind(s3: S3Server, aws: dict[str, str], monkeypatch: Any) -> None:
+    """A task that fails mid-way takes back the part files it had begun: on
+    S3 an upload cut short still completes when its writer is closed, and
+    would leave a Parquet file without its footer under its final name."""
+    from ripple_cli.batch import tablefiles
+    from ripple_cli.batch.inputs import discover
+    from ripple_cli.batch.local import plan_local
+    from ripple_cli.batch.tables import Layout
+    from ripple_cli.batch.tasks import Settings, task_rows, typed_rows
+
+    monkeypatch.setattr(tablefiles, "BATCH_ROWS", 4)  # part files begun after a few rows
+    s3.bucket("tables")
+    plan = plan_local(discover([str(EXAMPLES / "demo.ripple")]), Settings(cwd=os.getcwd()))
+    out = tablefiles.TypedOut("s3://tables/typed/failed", Layout(plan.settings.schemas))
+    typed = out.task(0)
+    rows = typed_rows(task_rows(plan.tasks[0], plan.settings, typed), typed)
+    for _ in range(100):
+        next(rows)
+    assert typed.files  # writers open: objects being uploaded
+    with pytest.raises(RuntimeError):
+        rows.throw(RuntimeError("the executor died"))
+    del rows, typed
+    gc.collect()  # a writer left open is closed when collected, publishing its upload
+    found = s3.fs().get_file_info(pafs.FileSelector("tables/typed/failed", recursive=True, allow_not_found=True))
+    assert [i.path for i in found if i.type == pafs.FileType.File] == []
