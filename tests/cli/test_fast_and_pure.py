@@ -149,3 +149,35 @@ def test_ripple_pure_turns_the_lane_off(pure: None, lane_calls: list[int]) -> No
     r = run_cli(["verify", str(DEMO)])
     assert r.code == 1
     assert lane_calls == []
+
+
+@pytest.mark.skipif(not FAST, reason="the C fast lane is off (not built here, or RIPPLE_PURE)")
+@pytest.mark.parametrize("name", ["demo", "damaged", "capture"])
+def test_export_and_stats_agree(
+    inputs: dict[str, Path], name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The batch rows, in-process (below the size threshold), and the stats
+    figures: the same from both lanes (the pure lane's suites leave the
+    Spark tests to the first pass)."""
+    fast, pure = _both(["stats", "-q", "-F", "json", str(inputs[name])], monkeypatch)
+    assert (fast.code, fast.stdout, fast.stderr) == (pure.code, pure.stdout, pure.stderr)
+    import pyarrow.parquet as pq
+
+    rows, tables = {}, {}
+    for lane in ("fast", "pure"):
+        with monkeypatch.context() as m:
+            if lane == "pure":
+                m.setenv("RIPPLE_PURE", "1")
+            r = run_cli(["export", "-q", "-F", "jsonl", str(inputs[name]), "-o", str(tmp_path / f"{lane}.jsonl")])
+            assert r.code == 0, r.stderr
+            r = run_cli(["export", "-q", "--tables", str(inputs[name]), "-o", str(tmp_path / lane)])
+            assert r.code == 0, r.stderr
+        rows[lane] = sorted(
+            p.read_bytes()
+            for p in (tmp_path / f"{lane}.jsonl").rglob("*")
+            if p.is_file() and p.name.startswith("part-")
+        )
+        out = tmp_path / lane
+        tables[lane] = {str(p.relative_to(out)): pq.read_table(p).to_pylist() for p in sorted(out.rglob("*.parquet"))}
+    assert rows["fast"] == rows["pure"] and rows["fast"]
+    assert tables["fast"] == tables["pure"] and tables["fast"]
