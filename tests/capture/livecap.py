@@ -187,11 +187,28 @@ class Exchange:
     answered: bytes  # server to client
 
 
-def listener(host: str = "127.0.0.1") -> socket.socket:
+# The TCP ports of Linux's ephemeral range (32768-60999) that tshark (4.0,
+# `tshark -G decodes`) gives a dissector: a connection on one of them is
+# that protocol's before any heuristic runs (57000: IRC), so a capture
+# whose dissector the tests find by its heuristic must not use them.
+WIRESHARK_PORTS = frozenset({34980, 44321, 44322, 44818, 48049, 48898, 57000})
+
+
+def bound(host: str = "127.0.0.1") -> socket.socket:
+    """A TCP socket bound to an ephemeral port that is not one of
+    WIRESHARK_PORTS."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    srv = socket.socket(family, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((host, 0))
+    while True:
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, 0))
+        if s.getsockname()[1] not in WIRESHARK_PORTS:
+            return s
+        s.close()
+
+
+def listener(host: str = "127.0.0.1") -> socket.socket:
+    srv = bound(host)
     srv.listen(64)
     return srv
 
@@ -228,8 +245,7 @@ def _serve_one(
 
 
 def _client(host: str, port: int, payload: bytes, rng: random.Random, max_write: int) -> tuple[int, bytes]:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as c:
+    with bound(host) as c:
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # one segment per write, mostly
         c.connect((host, port))
         local_port = c.getsockname()[1]

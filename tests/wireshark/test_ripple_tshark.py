@@ -29,7 +29,7 @@ from ripple_cli.cli.commands.schema import schemas_in_bytes
 from ripple_cli.codec.envelope import HEADER, MAGIC, build_envelope
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
 from ripple_cli.sexp.tree import float_atom
-from tests.capture.livecap import DEMO, capture_conversation, closed, listener, tcpdump
+from tests.capture.livecap import DEMO, bound, capture_conversation, closed, listener, tcpdump
 from tests.interop.conftest import ocaml_tools  # noqa: F401 - the session fixture that builds the OCaml tools
 from tests.interop.ocamlkit import OcamlTools
 from tests.wireshark import tsharkkit as kit
@@ -179,7 +179,8 @@ def capture_paced(pcap: Path, writes: Iterable[bytes]) -> None:
     with listener() as srv, tcpdump(pcap, f"tcp port {srv.getsockname()[1]}", until=closed(lambda: client)):
         server = threading.Thread(target=serve, args=(srv,))
         server.start()
-        with socket.create_connection(srv.getsockname()[:2]) as c:
+        with bound() as c:
+            c.connect(srv.getsockname()[:2])
             c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             client.append(c.getsockname()[1])
             sent = 0

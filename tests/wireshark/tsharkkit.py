@@ -56,14 +56,11 @@ def ripple(*args: str | Path, codes: tuple[int, ...] = (0,)) -> bytes:
 
 def tshark(lua: Path, pcap: Path, *args: str) -> str:
     """tshark's output, the dissector loaded; any Lua error fails the test.
-
-    Heuristics first: the test servers listen on ephemeral ports, and one
-    that Wireshark registers for another protocol (57000 is IRC's, 44818
-    EtherNet/IP's) would otherwise hand the connection to that protocol
-    before any heuristic runs (ripple-wireshark(1) says so to users)."""
+    (The captures' ports avoid those Wireshark gives other protocols:
+    livecap.WIRESHARK_PORTS.)"""
     require_tshark()
     proc = subprocess.run(
-        [TSHARK, "-n", "-X", f"lua_script:{lua}", "-o", "tcp.try_heuristic_first:TRUE", "-r", str(pcap), *args],
+        [TSHARK, "-n", "-X", f"lua_script:{lua}", "-r", str(pcap), *args],
         capture_output=True,
         check=False,
         timeout=600,
