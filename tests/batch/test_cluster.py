@@ -73,24 +73,14 @@ def test_export_on_a_standalone_cluster(standalone: Standalone, workdir: Path, m
     assert "ripple" in apps
 
 
-def test_stats_on_a_standalone_cluster(
-    spark: object, standalone: Standalone, workdir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    done = ripple(["stats", "-q", "-F", "json", *cluster_args(standalone), "data"], workdir)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
-    monkeypatch.chdir(workdir)
-    here = run_cli(["stats", "-q", "-F", "json", "data"])  # the session's local[2]
-    assert here.code == 0, here.stderr
-    assert json.loads(done.stdout) == json.loads(here.stdout)
-
-
 def test_under_spark_submit_its_master_wins(
     spark: object, standalone: Standalone, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`spark-submit --master spark://...` runs ripple's driver: no
     --master for ripple, and the run is on the cluster, not on ripple's
-    default local[*]."""
+    default local[*].  Stats, with relative inputs: the figures those of
+    the session's local[2].  (Stats by --master on the cluster is run from
+    S3 in test_s3.py.)"""
     before = len(standalone.status()["completedapps"])
     submit = [
         str(spark_home() / "bin" / "spark-submit"),

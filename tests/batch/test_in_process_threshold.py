@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ripple_cli.batch.run import IN_PROCESS_LIMIT
 from tests.batch.test_spark_export import table_rows
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, run_cli
 
 DEMO = str(EXAMPLES / "demo.ripple")
 
@@ -46,23 +46,33 @@ def test_the_limit_is_the_documented_one() -> None:
         assert "256 MiB" in (ROOT / "man" / page).read_text()
 
 
-def test_a_small_export_runs_in_process_with_the_rows_of_spark(tmp_path: Path) -> None:
-    here, spark = tmp_path / "here", tmp_path / "spark"
+def test_asking_for_spark_starts_it() -> None:
+    """--master (here a master that cannot be: the JVM is not waited for)
+    takes the run to Spark, whatever the input's size."""
+    _, note, last = ripple("stats", "-q", "--master", "nosuch://x", DEMO)
+    assert last == "code=3 pyspark=True", note
+
+
+def test_a_small_export_runs_in_process_with_the_rows_of_spark(spark: object, tmp_path: Path) -> None:
+    """The rows those of Spark (the tests' session, this process's)."""
+    here, there = tmp_path / "here", tmp_path / "spark"
     _, note, last = ripple("export", DEMO, "-o", str(here))
     assert last == "code=0 pyspark=False"
     assert note.startswith("export: 1 file (1 raw, 0 captures), 37,372 bytes, 1 task, 4 schemas; ")
     assert "(parquet, partitioned by event_hour; in-process, without Spark) in " in note
-    _, note, last = ripple("export", "-q", "--master", "local[1]", DEMO, "-o", str(spark))
-    assert (note, last) == ("", "code=0 pyspark=True")
+    on_spark = run_cli(["export", DEMO, "-o", str(there)])  # a running session: Spark
+    assert on_spark.code == 0, on_spark.stderr
+    assert "in-process" not in on_spark.stderr and "(parquet, partitioned by event_hour)" in on_spark.stderr
     rows = table_rows(here)
     assert len(rows) == 300
-    assert rows == table_rows(spark)
+    assert rows == table_rows(there)
 
 
-def test_a_small_stats_runs_in_process_with_the_figures_of_spark() -> None:
+def test_a_small_stats_runs_in_process_with_the_figures_of_spark(spark: object) -> None:
     out, note, last = ripple("stats", "-F", "json", DEMO)
     assert last == "code=0 pyspark=False"
     assert note.startswith("stats: 1 file (1 raw, 0 captures), 37,372 bytes, 1 task, 4 schemas; in-process, without")
-    spark_out, note, last = ripple("stats", "-q", "-F", "json", "--master", "local[1]", DEMO)
-    assert (note, last) == ("", "code=0 pyspark=True")
-    assert json.loads(out) == json.loads(spark_out)
+    on_spark = run_cli(["stats", "-F", "json", DEMO])  # a running session: Spark
+    assert on_spark.code == 0, on_spark.stderr
+    assert "in-process" not in on_spark.stderr and on_spark.stderr.startswith("stats: 1 file"), on_spark.stderr
+    assert json.loads(out) == json.loads(on_spark.stdout)
