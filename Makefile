@@ -64,18 +64,27 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # The whole suite, then again without the C extensions (RIPPLE_PURE=1: the
-# pure-Python codec and the tap's asyncio relay) over every suite that
-# decodes: what they print must not differ.  tests/golden holds only the
-# files those suites compare with; tests/test_man_pages.py decodes nothing.
-PURE_SUITES := tests/unit tests/property tests/cli tests/capture tests/protocols tests/tap tests/replay tests/batch tests/interop
+# pure-Python codec) over the suites that decode: what they print must not
+# differ.  The tap, replay and Spark suites are not run twice: they consume
+# the same decoded messages, the tap's two relay loops are each tested in
+# the first pass (tests/tap/test_relay_lanes.py, test_tap_proxy.py), and
+# export's rows and stats are compared across the lanes in
+# tests/cli/test_fast_and_pure.py.  (Run twice they cost `make test` a
+# quarter of an hour of JVMs.)  tests/golden holds only the files those
+# suites compare with; tests/test_man_pages.py decodes nothing.
+PURE_SUITES := tests/unit tests/property tests/cli tests/capture tests/protocols tests/interop
+
+# Two processes (pytest-xdist): most tests wait on subprocesses, sockets and
+# JVMs; what shares a server stays in one process (tests/conftest.py).
+XDIST := -n 2
 
 test: $(STAMP) system-deps npm-peers lint
-	$(BIN)/python -m pytest -q
-	RIPPLE_PURE=1 $(BIN)/python -m pytest -q $(PURE_SUITES)
+	$(BIN)/python -m pytest -q $(XDIST)
+	RIPPLE_PURE=1 $(BIN)/python -m pytest -q $(XDIST) $(PURE_SUITES)
 
 # Only the pure-Python lane.
 test-pure: $(STAMP)
-	RIPPLE_PURE=1 $(BIN)/python -m pytest -q $(PURE_SUITES)
+	RIPPLE_PURE=1 $(BIN)/python -m pytest -q $(XDIST) $(PURE_SUITES)
 
 # ripple against OCaml, tshark and socat on generated inputs (cached in .bench/);
 # a few minutes.  bench-memory: peak RSS on a 10 GB stream (generated, then

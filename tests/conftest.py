@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from dataclasses import dataclass
@@ -90,3 +91,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="rewrite the shown output of README.md's and the man pages' examples that differ (tests/docs)",
     )
+
+
+# What shares a costly session fixture runs in one process under `pytest -n`
+# (make test: pytest-xdist), so that each is started once per session, not
+# once per worker: the Spark session, the standalone cluster and the S3 and
+# GCS servers (tests/batch), the OCaml tools (files using ocaml_tools), the
+# kernel tunnels' captures (kernel_tunnels).  Every other test is a group of
+# its own, balanced across the workers.
+#
+# Why a scheduler of our own: xdist's --dist loadgroup names the group by
+# renaming the item's _nodeid, which pytest 9 no longer reads (it names
+# nodes from _id), so its xdist_group marks group nothing.  The scopes of
+# xdist's loadscope scheduler are what we want, computed here from the path.
+_GROUP_PREFIXES = {"tests/batch/": "spark"}
+_GROUP_FIXTURES = {"ocaml_tools": "ocaml", "kernel_tunnels": "tunnels"}
+
+
+@functools.cache
+def _file_group(path: str) -> str | None:
+    for prefix, group in _GROUP_PREFIXES.items():
+        if path.startswith(prefix):
+            return group
+    try:
+        text = (ROOT / path).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return next((group for fixture, group in _GROUP_FIXTURES.items() if fixture in text), None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        # An xdist worker starts with COLUMNS=80 and LINES=24 that nobody
+        # exported: a table in a pipe would fit 80 columns in these tests and
+        # be whole in a user's pipe.  The tests see what a pipe sees.
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _file_group(nodeid.split("::", 1)[0]) or nodeid
+
+    return GroupScheduling(config, log)

@@ -194,14 +194,15 @@ class Exchange:
 WIRESHARK_PORTS = frozenset({34980, 44321, 44322, 44818, 48049, 48898, 57000})
 
 
-def bound(host: str = "127.0.0.1") -> socket.socket:
+def bound(host: str = "127.0.0.1", *, client: bool = False) -> socket.socket:
     """A TCP socket bound to an ephemeral port that is not one of
-    WIRESHARK_PORTS."""
+    WIRESHARK_PORTS: on `host` to listen there, or (`client`) on any
+    address of its family, to connect to `host`."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     while True:
         s = socket.socket(family, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((host, 0))
+        s.bind(("" if client else host, 0))
         if s.getsockname()[1] not in WIRESHARK_PORTS:
             return s
         s.close()
@@ -245,7 +246,7 @@ def _serve_one(
 
 
 def _client(host: str, port: int, payload: bytes, rng: random.Random, max_write: int) -> tuple[int, bytes]:
-    with bound(host) as c:
+    with bound(host, client=True) as c:
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # one segment per write, mostly
         c.connect((host, port))
         local_port = c.getsockname()[1]

@@ -179,7 +179,7 @@ def capture_paced(pcap: Path, writes: Iterable[bytes]) -> None:
     with listener() as srv, tcpdump(pcap, f"tcp port {srv.getsockname()[1]}", until=closed(lambda: client)):
         server = threading.Thread(target=serve, args=(srv,))
         server.start()
-        with bound() as c:
+        with bound(client=True) as c:
             c.connect(srv.getsockname()[:2])
             c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             client.append(c.getsockname()[1])
