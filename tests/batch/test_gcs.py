@@ -156,9 +156,8 @@ def test_typed_tables_to_gcs(gcs: GcsServer, mixed_dir: Path, tmp_path: Path) ->
 def _no_credentials(tmp_path: Path, args: list[str], **extra: str) -> subprocess.CompletedProcess[str]:
     """ripple with no Google settings at all: no emulator, no key file, a
     HOME without gcloud's file, no metadata server named."""
-    if Path("/sys/class/dmi/id/product_name").is_file() and Path(
-        "/sys/class/dmi/id/product_name"
-    ).read_text().startswith("Google"):
+    product = Path("/sys/class/dmi/id/product_name")
+    if product.is_file() and product.read_text().startswith("Google"):
         pytest.skip("a Google Cloud machine: its metadata server gives credentials")
     drop = ("AWS_", "GOOGLE_", "CLOUDSDK_", "GCE_METADATA_", "CLOUD_STORAGE_EMULATOR_ENDPOINT", "STORAGE_EMULATOR_HOST")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
