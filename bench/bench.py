@@ -69,7 +69,11 @@ ROOT = Path(__file__).resolve().parent.parent
 OCAML_SRC = ROOT / "tests" / "interop" / "ocaml"
 WORK = ROOT / ".bench"
 NETPEER = ROOT / "bench" / "netpeer.py"
-WORKLOADS = ("verify", "decode", "4k", "pcap", "storm", "tap", "memory")
+WORKLOADS = ("verify", "decode", "jsonl", "select", "4k", "pcap", "storm", "tap", "memory")
+# `decode -Y` selecting a few percent of the stream: one symbol's Deltas
+# (the generator's vwap keys are twelve symbols; 2.9% of the messages).
+SELECT_KEY = b"AMZN"
+SELECT_FILTER = f'type == Delta and key == "{SELECT_KEY.decode()}"'
 STORM_PACKETS = 100_000
 BIG_BYTES = 10 * 10**9
 # tshark dissecting Ethernet, IPv4 and TCP only, names not resolved, one
@@ -215,6 +219,13 @@ def measure(
         if stdout_path:
             out.close()  # type: ignore[union-attr]
     return Measured(best, rss)
+
+
+def count_lines(path: Path, needle: bytes | None = None) -> int:
+    """Lines of a file (holding `needle`, when given), read a line at a
+    time: this process stays small (see measure)."""
+    with path.open("rb") as f:
+        return sum(1 for line in f if needle is None or needle in line)
 
 
 def python_loop(path: Path) -> tuple[int, float]:
@@ -586,9 +597,11 @@ def main() -> int:
     if "decode" in only or "memory" in only or "pcap" in only:
         d_r = measure([*ripple, "decode", "--format", "sexp", str(stream)], out_r, args.repeat)
         d_p = pure([*ripple, "decode", "--format", "sexp", str(stream)], WORK / "decode.pure.sexp")
-    if "decode" in only and d_r:
-        out_o = WORK / "decode.ocaml.sexp"
+    out_o = WORK / "decode.ocaml.sexp"
+    d_o = None  # OCaml's typed decode and sexplib print: the anchor of decode, jsonl and select
+    if only & {"decode", "jsonl", "select"}:
         d_o = measure([str(tools / "ripple_read"), "-o", str(out_o), str(stream)], repeat=args.repeat)
+    if "decode" in only and d_r and d_o:
         same = same_file(out_r, out_o)
         same_pure = d_p is None or same_file(WORK / "decode.pure.sexp", out_o)
         ok &= same and same_pure
@@ -600,6 +613,41 @@ def main() -> int:
         anchor_rss["decode"] = d_o.rss_mb
         text = f"decode output identical to OCaml's sexplib text: {'yes' if same else 'NO'}"
         notes.append(text + (f" (pure Python path: {'yes' if same_pure else 'NO'})" if args.with_pure else ""))
+
+    if "jsonl" in only and d_o:
+        out_j = WORK / "decode.ripple.jsonl"
+        j_r = measure([*ripple, "decode", "--format", "jsonl", str(stream)], out_j, args.repeat)
+        j_p = pure([*ripple, "decode", "--format", "jsonl", str(stream)], WORK / "decode.pure.jsonl")
+        ratio = d_o.seconds / j_r.seconds
+        pure_rate = n / j_p.seconds if j_p else None
+        rows.append(
+            Row("decode --format jsonl (msgs/s)", n / j_r.seconds, n / d_o.seconds, "1.0x", ratio >= 1.0, pure_rate)
+        )
+        lines = count_lines(out_j)
+        ok &= lines == n
+        text = f"decode --format jsonl: {lines:,} objects, one a message: {'yes' if lines == n else 'NO'}"
+        if j_p:
+            same_pure = same_file(out_j, WORK / "decode.pure.jsonl")
+            ok &= same_pure
+            text += f"; pure Python path identical: {'yes' if same_pure else 'NO'}"
+        notes.append(text)
+
+    if "select" in only and d_o:
+        out_s = WORK / "decode.select.sexp"
+        s_r = measure([*ripple, "decode", "-Y", SELECT_FILTER, str(stream)], out_s, args.repeat)
+        s_p = pure([*ripple, "decode", "-Y", SELECT_FILTER, str(stream)])
+        ratio = d_o.seconds / s_r.seconds
+        pure_rate = n / s_p.seconds if s_p else None
+        rows.append(
+            Row("decode -Y, 2.9% chosen (msgs/s)", n / s_r.seconds, n / d_o.seconds, "2.0x", ratio >= 2.0, pure_rate)
+        )
+        chosen = count_lines(out_s)
+        expected = count_lines(out_o, b"(key " + SELECT_KEY + b")")
+        ok &= chosen == expected
+        notes.append(
+            f"decode -Y '{SELECT_FILTER}': {chosen:,} messages ({100 * chosen / n:.1f}%), those of OCaml's text "
+            f"with that key: {'yes' if chosen == expected else 'NO'}"
+        )
 
     if "4k" in only:
         big = generate_4k(args.count_4k, args.seed)

@@ -38,7 +38,7 @@ from typing import Any
 
 from ripple_cli.errors import UsageProblem
 from ripple_cli.protocols import registry
-from ripple_cli.protocols.base import Dissector
+from ripple_cli.protocols.base import ANYTHING, UNKNOWN, Dissector, Prefilter
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.registry import PROTOCOLS as PROTOCOL_NAMES
@@ -72,12 +72,13 @@ class DisplayFilter:
     gives (`Dissector.getter`: Ripple's read the frame and payload
     directly, the sibling protocols' look names up in their JSON view)."""
 
-    __slots__ = ("_by_protocol", "fields", "text")
+    __slots__ = ("_by_protocol", "fields", "prefilter", "text")
 
-    def __init__(self, text: str, fields: frozenset[str]) -> None:
+    def __init__(self, text: str, fields: frozenset[str], prefilter: Prefilter = ANYTHING) -> None:
         self.text = text
         self._by_protocol: dict[str, Predicate] = {}
         self.fields = fields  # the field names used, as written (`field.stats.high`)
+        self.prefilter = prefilter  # what a message must be to pass: type, output and key tests
 
     def __call__(self, origin: Origin, msg: Decoded) -> bool:
         try:
@@ -101,7 +102,7 @@ def compile_filter(text: str) -> DisplayFilter:
     """Parse `text`; raises `FilterError` with the column of the problem."""
     parser = _Parser(text)
     parser.parse()
-    return DisplayFilter(text, frozenset(parser.fields))
+    return DisplayFilter(text, frozenset(parser.fields), parser.hint)
 
 
 # ------------------------------------------------------------------ fields
@@ -452,6 +453,20 @@ def _dispatch(tests: _Tests, v: Any) -> bool:
     return False
 
 
+def _hint(name: str, lits: list[_Literal]) -> Prefilter:
+    """What `name == LIT` (or `name in {LITS}`) requires of a message, as
+    Ripple's fields read it: its type's name, a Delta's output bytes, a
+    Delta's key text (unless a literal is a number: a numeric key is then
+    compared as a number)."""
+    if name == "type":
+        return Prefilter(types=frozenset(lit.text for lit in lits))
+    if name == "output":
+        return Prefilter(outputs=frozenset(lit.data for lit in lits))
+    if name == "key" and all(lit.number is None for lit in lits):
+        return Prefilter(keys=frozenset(lit.data for lit in lits))
+    return UNKNOWN
+
+
 def _compare_tests(op: str, lit: _Literal) -> _Tests:
     f = _COMPARE[op]
     s, b = lit.text, lit.data
@@ -633,6 +648,7 @@ class _Parser:
         self.tokens = _lex(text)
         self.i = 0
         self.parens = 0  # '(' open around the parser
+        self.hint = ANYTHING  # what the last rule parsed requires (see or_expr)
         self.fields: set[str] = set()
         self.dissector = dissector  # compiling for this protocol's messages (None: checking only)
 
@@ -692,18 +708,30 @@ class _Parser:
             raise FilterError(f"expected 'and' or 'or' before '{tok.source}'", tok.column)
         return pred
 
+    # Each rule leaves in `self.hint` what a message must be for the part
+    # it parsed to be true (a Prefilter: type, output and key equalities;
+    # anything else asks nothing, and is not exact), so that a fast lane
+    # passes over the messages that cannot be shown.  Only ever a
+    # necessary condition; exact only where it is the whole test.
+
     def or_expr(self) -> Predicate:
         preds = [self.and_expr()]
+        hint = self.hint
         while self.at_word("or") or self.at_op("||"):
             self.take()
             preds.append(self.and_expr())
+            hint = hint | self.hint
+        self.hint = hint
         return _any_of(preds)
 
     def and_expr(self) -> Predicate:
         preds = [self.unary()]
+        hint = self.hint
         while self.at_word("and") or self.at_op("&&"):
             self.take()
             preds.append(self.unary())
+            hint = hint & self.hint
+        self.hint = hint
         return _all_of(preds)
 
     def unary(self) -> Predicate:
@@ -713,6 +741,8 @@ class _Parser:
             self.take()
             nots += 1
         pred = self.group() if self.at_op("(") else self.test()
+        if nots:
+            self.hint = UNKNOWN  # (`not not` is true where its test is, but rare: ask nothing)
         return _negate(pred) if nots % 2 else pred
 
     def group(self) -> Predicate:
@@ -736,11 +766,14 @@ class _Parser:
         field = self.field(tok)
         self.take()
         self.fields.add(tok.value)
+        self.hint = UNKNOWN
         nxt = self.peek()
         if nxt.kind == "op" and nxt.value in _COMPARISONS:
             op = self.take()
             lit = self.value()
             self.check(field, op, [lit])
+            if op.value == "==":
+                self.hint = _hint(field.name, [lit])
             field = self.runtime(field)
             if field.kind == _KEY:
                 tests = _compare_tests(op.value, lit)
@@ -770,6 +803,8 @@ class _Parser:
             op = self.take()
             lits = self.value_set()
             self.check(field, op, lits)
+            if not negated:
+                self.hint = _hint(field.name, lits)
             field = self.runtime(field)
             tests = _member_tests(lits)
             if field.kind == _KEY:

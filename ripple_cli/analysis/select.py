@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ripple_cli.protocols.base import ANYTHING, Prefilter
 from ripple_cli.protocols.item import Decoded
 
 
@@ -14,6 +15,17 @@ class Selection:
         self.outputs = frozenset(outputs)
         self.keys = frozenset(keys)
         self.everything = not (self.type_names or self.outputs or self.keys)
+
+    @property
+    def prefilter(self) -> Prefilter:
+        """What a chosen message is: all of it (the flags are equalities)."""
+        if self.everything:
+            return ANYTHING
+
+        def wire(names: frozenset[str]) -> frozenset[bytes] | None:
+            return frozenset(n.encode("utf-8", "surrogateescape") for n in names) if names else None
+
+        return Prefilter(self.type_names or None, wire(self.outputs), wire(self.keys), exact=True)
 
     def __call__(self, msg: Decoded) -> bool:
         if self.everything:

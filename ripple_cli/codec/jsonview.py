@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import json
 from typing import Any
 
 from ripple_cli.codec.envelope import Frame
@@ -29,9 +30,52 @@ from ripple_cli.codec.messages import (
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.schema import FieldType, Schema, sexp_of_field_type, text
 from ripple_cli.codec.values import bytes_to_json, float_to_json
+from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.write import to_string
 
 JSON_SHAPE_VERSION = 1
+
+
+def dumps(obj: Any) -> bytes:
+    # allow_nan is off: NaN and infinities are already strings, so any left
+    # would be a bug, not silently invalid JSON.
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A name from the wire that is not UTF-8 (a worker id, a schema,
+        # kept with surrogateescape): as every byte string of the JSON form,
+        # {"base64": ...}; a key, escaped as the sexp form does.  Never a
+        # lone surrogate, which strict JSON readers refuse.
+        text = json.dumps(_no_surrogates(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8", "backslashreplace")
+
+
+def _key(k: Any) -> Any:
+    """An object's key: a string (not base64), escaped only if it must be."""
+    if isinstance(k, str):
+        try:
+            k.encode("utf-8")
+        except UnicodeEncodeError:
+            return escape_text(k)
+    return k
+
+
+def _no_surrogates(obj: Any) -> Any:
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                return bytes_to_json(obj.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:  # a lone surrogate of another kind
+                return escape_text(obj)
+        return obj
+    if isinstance(obj, dict):
+        return {_key(k): _no_surrogates(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_no_surrogates(v) for v in obj]
+    return obj
 
 
 def type_text(t: FieldType) -> str:

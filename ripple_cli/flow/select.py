@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ripple_cli.analysis.select import Selection
 from ripple_cli.capture.events import StreamId
 from ripple_cli.errors import UsageProblem
+from ripple_cli.protocols.base import Prefilter
 from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
 
@@ -50,6 +51,15 @@ class MessageSelector:
     def everything(self) -> bool:
         """Every message is chosen: nothing to look at one by one."""
         return self.selection.everything and self.filter is None
+
+    @property
+    def prefilter(self) -> Prefilter | None:
+        """What a chosen message must be, when that narrows anything: a fast
+        lane passes over the others (protocols/base.py)."""
+        pre = self.selection.prefilter
+        if self.filter is not None:
+            pre = pre & self.filter.prefilter
+        return pre if pre.constrains else None
 
     @property
     def needs_decoded_deltas(self) -> bool:

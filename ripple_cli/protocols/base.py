@@ -53,6 +53,61 @@ class LaneKind(Enum):
 
     COUNT = "count"  # count them and check the stream rules (verify, --list-streams)
     SEXP = "sexp"  # also write their canonical lines (decode --format sexp)
+    JSON = "json"  # also write their typed JSON objects, each after its head (decode --format json, jsonl)
+    # Consume those that fail the options' Prefilter (counted, not shown),
+    # and leave those that may pass to the dissector's Python decoder
+    # (decode, tap with --type/--output/--key/-Y).  With SEXP or JSON and
+    # an exact Prefilter, the lane writes those that pass instead.
+    SELECT = "select"
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """Necessary conditions of a selection (--type, --output, --key, -Y): a
+    message that fails one is not shown, so a fast lane may pass over it
+    without making a Python message of it; one that may pass is decoded and
+    judged by the whole selection.  None: any value.  `exact`: the
+    conditions are the whole selection (a message that meets them all is
+    chosen), so a lane may write those that pass itself."""
+
+    types: frozenset[str] | None = None  # type names
+    outputs: frozenset[bytes] | None = None  # a Delta's output, as on the wire
+    keys: frozenset[bytes] | None = None  # a Delta's key text (`Decoded.key`), UTF-8 (surrogateescape)
+    exact: bool = True
+
+    @property
+    def constrains(self) -> bool:
+        return self.types is not None or self.outputs is not None or self.keys is not None
+
+    def _fields(self) -> tuple[frozenset[Any] | None, ...]:
+        return (self.types, self.outputs, self.keys)
+
+    def __and__(self, other: Prefilter) -> Prefilter:
+        """What both require."""
+
+        def both(a: frozenset[Any] | None, b: frozenset[Any] | None) -> frozenset[Any] | None:
+            return b if a is None else a if b is None else a & b
+
+        types, outputs, keys = (both(a, b) for a, b in zip(self._fields(), other._fields(), strict=True))
+        return Prefilter(types, outputs, keys, exact=self.exact and other.exact)
+
+    def __or__(self, other: Prefilter) -> Prefilter:
+        """What either requires: a field only one of them constrains is
+        free.  Exact when both are and they constrain the same one field
+        (`type == A or type == B`)."""
+
+        def either(a: frozenset[Any] | None, b: frozenset[Any] | None) -> frozenset[Any] | None:
+            return None if a is None or b is None else a | b
+
+        mine, theirs = self._fields(), other._fields()
+        used = [a is not None for a in mine]
+        same_one = used == [b is not None for b in theirs] and sum(used) == 1
+        types, outputs, keys = (either(a, b) for a, b in zip(mine, theirs, strict=True))
+        return Prefilter(types, outputs, keys, exact=self.exact and other.exact and same_one)
+
+
+ANYTHING = Prefilter()  # every message
+UNKNOWN = Prefilter(exact=False)  # a condition a lane cannot test: nothing to pass over, nothing exact
 
 
 @dataclass(frozen=True)
@@ -67,6 +122,7 @@ class DissectOptions:
     deltas: DeltaMode = DeltaMode.DECODE  # how much of a Ripple Delta is read
     rules: bool = False  # check the protocol's stream and connection rules (verify)
     lane: LaneKind | None = None  # use a fast lane where there is one, producing this
+    prefilter: Prefilter = ANYTHING  # what LaneKind.SELECT passes over
     renumber: bool = False  # encode: write sequence numbers from 1 where the protocol has them
 
 
@@ -301,6 +357,8 @@ class Dissector(ABC):
 
 
 __all__ = [
+    "ANYTHING",
+    "UNKNOWN",
     "Cells",
     "ConnectionAnalyzer",
     "Detection",
@@ -311,6 +369,7 @@ __all__ = [
     "FilterField",
     "Item",
     "LaneKind",
+    "Prefilter",
     "ProtoMessage",
     "StreamDissector",
 ]

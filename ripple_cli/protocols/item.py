@@ -113,9 +113,12 @@ class Run:
     end: int  # stream offset after the last
     messages: int
     size: int  # bytes on the wire
-    # Their canonical lines, each ending in a newline, when the lane wrote
-    # them (LaneKind.SEXP); else b"".
+    # What the lane wrote, a line (ending in a newline) per message shown:
+    # their canonical lines (LaneKind.SEXP) or their JSON objects after the
+    # head (LaneKind.JSON); else b"".  Under a selection, only the chosen
+    # messages' (`lines` of them).
     text: bytes
+    lines: int
 
     @property
     def problem_count(self) -> int:
@@ -130,7 +133,7 @@ class Run:
         raise NotImplementedError
 
     def first_lines(self, n: int) -> bytes:
-        """The first n canonical lines (of `text`)."""
+        """The first n lines of `text`."""
         raise NotImplementedError
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ripple_cli.codec.problems import Problem
+from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 
@@ -22,12 +23,14 @@ class View:
 
 
 class Renderer(Protocol):
-    """A pipeline sink (flow/pipeline.py) that writes, and is closed."""
+    """What a pipeline sink (flow/pipeline.py) hands messages to: it
+    writes them, and is closed."""
 
     @property
-    def takes_runs(self) -> bool:
-        """True when it writes a fast lane's runs as they are (their
-        canonical lines): only then is a lane asked to write them."""
+    def lane(self) -> LaneKind | None:
+        """The fast lane's text it writes runs from as they are (SEXP: their
+        canonical lines; JSON: their JSON objects), or None when it shows
+        messages one by one: only then is a lane asked to write runs."""
         ...
 
     def message(self, origin: Origin, msg: Decoded) -> None: ...
@@ -48,7 +51,7 @@ class NoRuns:
     """For renderers that show each message themselves: the pipeline never
     asks a lane for runs on their behalf."""
 
-    takes_runs = False
+    lane: LaneKind | None = None
 
     def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
         raise TypeError("this renderer shows messages one by one: no fast lane runs")

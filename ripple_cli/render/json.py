@@ -2,59 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from ripple_cli.codec.jsonview import iso_time, problem_to_json
+from ripple_cli.codec.jsonview import JSON_SHAPE_VERSION, dumps, iso_time, problem_to_json
 from ripple_cli.codec.problems import Problem
-from ripple_cli.codec.values import bytes_to_json
-from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
-from ripple_cli.render.base import NoRuns, View
-from ripple_cli.sexp.atoms import escape_text
+from ripple_cli.render.base import View
 from ripple_cli.terminal.environment import Environment
-
-
-def dumps(obj: Any) -> bytes:
-    # allow_nan is off: NaN and infinities are already strings, so any left
-    # would be a bug, not silently invalid JSON.
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        # A name from the wire that is not UTF-8 (a worker id, a schema,
-        # kept with surrogateescape): as every byte string of the JSON form,
-        # {"base64": ...}; a key, escaped as the sexp form does.  Never a
-        # lone surrogate, which strict JSON readers refuse.
-        text = json.dumps(_no_surrogates(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode("utf-8", "backslashreplace")
-
-
-def _key(k: Any) -> Any:
-    """An object's key: a string (not base64), escaped only if it must be."""
-    if isinstance(k, str):
-        try:
-            k.encode("utf-8")
-        except UnicodeEncodeError:
-            return escape_text(k)
-    return k
-
-
-def _no_surrogates(obj: Any) -> Any:
-    if isinstance(obj, str):
-        try:
-            obj.encode("utf-8")
-        except UnicodeEncodeError:
-            try:
-                return bytes_to_json(obj.encode("utf-8", "surrogateescape"))
-            except UnicodeEncodeError:  # a lone surrogate of another kind
-                return escape_text(obj)
-        return obj
-    if isinstance(obj, dict):
-        return {_key(k): _no_surrogates(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_no_surrogates(v) for v in obj]
-    return obj
 
 
 def origin_json(origin: Origin) -> dict[str, Any]:
@@ -76,7 +32,17 @@ def origin_json(origin: Origin) -> dict[str, Any]:
     return ctx
 
 
-class JsonRenderer(NoRuns):
+def origin_head(origin: Origin) -> bytes:
+    """The start of every object from `origin`, up to its first own key:
+    `{"v":1,"source":...,`, as dumps writes it (a fast lane's JSON lines
+    follow on from it)."""
+    obj = dumps({"v": JSON_SHAPE_VERSION, **origin_json(origin)})
+    return obj[:-1] + b","
+
+
+class JsonRenderer:
+    lane = LaneKind.JSON  # a fast lane writes the objects after their head
+
     def __init__(self, env: Environment, array: bool) -> None:
         self.env = env
         self.array = array
@@ -93,6 +59,26 @@ class JsonRenderer(NoRuns):
 
     def message(self, origin: Origin, msg: Decoded) -> None:
         self._emit(msg.to_json(origin_json(origin)))
+
+    def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
+        # The lane's lines are objects without their head, one a line (a
+        # JSON string escapes every newline): each gets its head, and in an
+        # array the separator, in one pass over the text.
+        # The text is copied once (the replace): what follows the last line
+        # is cut by a view, not by another copy.
+        text = run.text if limit is None else run.first_lines(limit)
+        if not text:
+            return
+        head = origin_head(origin)
+        out = self.env.stdout
+        if self.array:
+            sep = b",\n" + head
+            out.write((b"[\n" if self._first else b",\n") + head)
+            out.write(memoryview(text.replace(b"\n", sep))[: -len(sep)])
+        else:
+            out.write(head)
+            out.write(memoryview(text.replace(b"\n", b"\n" + head))[: -len(head)])
+        self._first = False
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         self._emit(problem_to_json(problem, origin_json(origin)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ripple_cli.codec.problems import Problem
+from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import View, problem_text
@@ -42,10 +43,11 @@ class SexpRenderer:
             self._write()
 
     @property
-    def takes_runs(self) -> bool:
+    def lane(self) -> LaneKind | None:
         """Each message is its canonical line, with no notes after it: a
         fast lane's lines go out as they are."""
-        return not self.hum and not self.show_offsets and not self.show_connection
+        plain = not self.hum and not self.show_offsets and not self.show_connection
+        return LaneKind.SEXP if plain else None
 
     def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
         self.lines(run.text if limit is None else run.first_lines(limit))

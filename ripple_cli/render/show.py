@@ -8,6 +8,7 @@ from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.codec.problems import Problem
 from ripple_cli.flow.pipeline import Enough
 from ripple_cli.flow.select import MessageSelector
+from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import Renderer
@@ -21,12 +22,21 @@ class ShowSink:
         self.count = count
         self.shown = 0
         self.rep: SourceReport | None = None
+        # What a fast lane does for this sink: it writes every message in
+        # the renderer's form when all are shown, or only those a selection
+        # chooses when the selection is exactly what the lane tests (type,
+        # output, key); with another selection that narrows, it passes over
+        # what cannot be chosen and leaves the rest to Python.
+        pre = select.prefilter
+        if select.everything or (pre is not None and pre.exact and renderer.lane is not None):
+            self.lane = renderer.lane
+        else:
+            self.lane = None if pre is None else LaneKind.SELECT
+        self._runs_shown = self.lane is not None and self.lane is not LaneKind.SELECT
 
     @property
     def takes_runs(self) -> bool:
-        """Runs are shown as they are only when every message is, as its
-        canonical line: then a fast lane may write them."""
-        return self.renderer.takes_runs and self.select.everything
+        return self.lane is not None
 
     def source(self, name: str) -> None:
         """The items that follow are this input's."""
@@ -47,13 +57,15 @@ class ShowSink:
     def run(self, origin: Origin, run: Run) -> None:
         assert self.rep is not None
         self.report.run(self.rep, run)
+        if not self._runs_shown:
+            return  # a selecting lane's run: messages none of which is chosen
         count = self.count
-        if count is not None and self.shown + run.messages >= count:
+        if count is not None and self.shown + run.lines >= count:
             self.renderer.run(origin, run, count - self.shown)
             self.shown = count
             raise Enough
         self.renderer.run(origin, run)
-        self.shown += run.messages
+        self.shown += run.lines
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         assert self.rep is not None

@@ -8,7 +8,7 @@ from typing import Any
 
 from ripple_cli.analysis.report import Report
 from ripple_cli.capture.events import StreamId
-from ripple_cli.codec.jsonview import iso_time
+from ripple_cli.codec.jsonview import dumps, iso_time
 from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
 from ripple_cli.flow.demux import Demux
@@ -17,7 +17,6 @@ from ripple_cli.flow.pipeline import BaseSink, pump
 from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Run
 from ripple_cli.protocols.origin import Origin
-from ripple_cli.render.json import dumps
 from ripple_cli.sources.files import display_name
 from ripple_cli.terminal.environment import Environment
 

@@ -67,7 +67,7 @@ def analysis_lines(analysis: dict[str, Any]) -> list[str]:
         connection: requests: 2
         connection: ops APPLY_EVENT: requests 1, answered 1, unanswered 0
     Empty entries are left out."""
-    from ripple_cli.render.json import dumps
+    from ripple_cli.codec.jsonview import dumps
 
     def value(v: Any) -> str:
         return v if isinstance(v, str) else dumps(v).decode()
@@ -106,7 +106,7 @@ def _problem_json(report: Report, p: Problem) -> dict[str, Any]:
 
 
 def json_report(report: Report, unreadable: list[str]) -> bytes:
-    from ripple_cli.render.json import dumps  # here: verify's start-up is a good part of its time
+    from ripple_cli.codec.jsonview import dumps  # here: verify's start-up is a good part of its time
 
     doc = {
         "v": VERIFY_JSON_VERSION,

@@ -108,7 +108,7 @@ def by_type_text(counts: dict[str, int]) -> str:
 
 
 class LiveView:
-    takes_runs = False
+    lane = None  # it shows messages one by one
 
     def __init__(self, env: Environment, stats: TapStats, title: str = "", latest: int = LATEST) -> None:
         self.env = env

@@ -31,6 +31,7 @@ from ripple_cli.codec.problems import Problem
 from ripple_cli.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.pipeline import BaseSink, Enough, deliver, steps
+from ripple_cli.flow.select import MessageSelector
 from ripple_cli.protocols.item import Decoded, Item, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import Renderer
@@ -43,7 +44,6 @@ from ripple_cli.tap.stats import TapStats
 # costs far more memory than its wire size when it is small.
 BYTES_PER_PRINT_ITEM = 4096
 MIN_PRINT_ITEMS = 10_000
-MessagePredicate = Callable[[Origin, Decoded], bool]
 NICE = 19  # default --nice: added to the niceness of the tap's own threads, which run when nothing else would
 _IDLE = 0.05  # seconds: how soon a lone message is flushed, and the live view's tick
 
@@ -72,7 +72,7 @@ class Session:
         self,
         source: Source,
         demux: Demux,
-        select: MessagePredicate,
+        select: MessageSelector,
         printer: Renderer,
         stats: TapStats,
         report: Report,
@@ -356,6 +356,8 @@ class _ToPrinter(BaseSink):
         s = self.s
         s.stats.run(origin, run)
         s.report.run(s.rep, run)
+        if not s.select.everything:
+            return  # a selecting lane's run: messages none of which is shown
         if not s._printed.is_set() and not s.print_q.put((origin, run), run.size):
             s.stats.not_shown_messages += run.messages
 
@@ -392,11 +394,11 @@ class _Shown:
             raise Enough
 
     def run(self, origin: Origin, run: Run) -> None:
-        if self.count is not None and self.shown + run.messages >= self.count:
+        if self.count is not None and self.shown + run.lines >= self.count:
             self.printer.run(origin, run, self.count - self.shown)
             raise Enough
         self.printer.run(origin, run)
-        self.shown += run.messages
+        self.shown += run.lines
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         self.printer.problem(origin, problem)

@@ -138,8 +138,11 @@ float_bits = st.one_of(
 floats_any = st.one_of(float_bits.map(bp.float_of_bits), st.floats(allow_nan=True, allow_infinity=True))
 
 
-def values(t: FieldType, floats: st.SearchStrategy[float] = floats_any) -> st.SearchStrategy[Any]:
-    """Values of type t, in the Python shape values.py documents."""
+def values(
+    t: FieldType, floats: st.SearchStrategy[float] = floats_any, strings: st.SearchStrategy[bytes] | None = None
+) -> st.SearchStrategy[Any]:
+    """Values of type t, in the Python shape values.py documents (strings:
+    random bytes unless given)."""
     if isinstance(t, Prim):
         if t.kind in _INT_EDGES:
             return ints(t.kind)
@@ -147,21 +150,25 @@ def values(t: FieldType, floats: st.SearchStrategy[float] = floats_any) -> st.Se
             return floats
         if t.kind == "Bool":
             return st.booleans()
-        return st.binary(max_size=12)
+        return st.binary(max_size=12) if strings is None else strings
     if isinstance(t, OptionOf):
-        return st.one_of(st.none(), values(t.inner, floats).map(lambda v: (v,)))
+        return st.one_of(st.none(), values(t.inner, floats, strings).map(lambda v: (v,)))
     if isinstance(t, ListOf):
-        return st.lists(values(t.inner, floats), max_size=3)
+        return st.lists(values(t.inner, floats, strings), max_size=3)
     if isinstance(t, RecordOf):
         names = [text(f.name) for f in t.fields]
-        return st.tuples(*(values(f.typ, floats) for f in t.fields)).map(lambda vs: dict(zip(names, vs, strict=True)))
+        return st.tuples(*(values(f.typ, floats, strings) for f in t.fields)).map(
+            lambda vs: dict(zip(names, vs, strict=True))
+        )
     return st.sampled_from([text(n) for n in t.names])
 
 
-def deltas(schema: Schema, floats: st.SearchStrategy[float] = floats_any) -> st.SearchStrategy[Delta]:
-    row = values(RecordOf(schema.fields), floats).map(SetRow)
+def deltas(
+    schema: Schema, floats: st.SearchStrategy[float] = floats_any, strings: st.SearchStrategy[bytes] | None = None
+) -> st.SearchStrategy[Delta]:
+    row = values(RecordOf(schema.fields), floats, strings).map(SetRow)
     update = st.integers(0, len(schema.fields) - 1).flatmap(
-        lambda i: values(schema.fields[i].typ, floats).map(lambda v: (i, v))
+        lambda i: values(schema.fields[i].typ, floats, strings).map(lambda v: (i, v))
     )
     patch = st.lists(update, max_size=4).map(lambda us: Patch(tuple(us)))
     return st.one_of(row, patch, st.just(REMOVE))

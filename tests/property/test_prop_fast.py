@@ -1,10 +1,12 @@
 """The C fast lane (ripple_cli/codec/fast) against the pure-Python codec it
 stands in for: the same CRCs, atoms, floats, key and delta texts, and, on
 whole streams (random, damaged, chunked, with holes, breaking the stream
-rules), the same canonical lines, problems, counts and checker state."""
+rules), the same canonical lines and typed JSON, problems, counts and
+checker state."""
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +18,12 @@ from ripple_strategies import (
     Envelope,
     deltas,
     envelope_lists,
+    field_names,
     floats_any,
     floats_text_exact,
     int64s,
     ints,
+    primitive_types,
     prop,
     schemas,
     values,
@@ -31,10 +35,12 @@ from ripple_cli.codec.delta import CompiledSchema, Patch, SetRow
 from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.codec.errors import DecodeError
 from ripple_cli.codec.fast import _load, speedups
-from ripple_cli.codec.fast.program import compile_program
+from ripple_cli.codec.fast.program import compile_program, program_words
+from ripple_cli.codec.jsonview import dumps
 from ripple_cli.codec.messages import (
     FIXED_FINGERPRINTS,
     HEARTBEAT,
+    TYPE_NAMES,
     CheckpointAck,
     CheckpointRequest,
     DeltaMode,
@@ -55,16 +61,19 @@ from ripple_cli.codec.schema import (
     Field,
     FieldType,
     ListOf,
+    OptionOf,
     Prim,
     RecordOf,
     Schema,
     text,
 )
+from ripple_cli.codec.values import float_to_json
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.protocol_choice import ProtocolChoice
-from ripple_cli.protocols.base import DissectOptions, LaneKind
+from ripple_cli.protocols.base import ANYTHING, DissectOptions, LaneKind, Prefilter
 from ripple_cli.protocols.ripple.lane import LaneRun
 from ripple_cli.protocols.ripple.message import Message
+from ripple_cli.render.json import origin_head, origin_json
 from ripple_cli.sexp.tree import float_atom
 from ripple_cli.sexp.write import atom_text, to_string
 
@@ -207,6 +216,121 @@ def test_programs_on_random_bytes(data: st.DataObject) -> None:
     assert prog.key_text(key) == _python_key_text(c, key)
     assert prog.delta_text(delta) == _python_delta_text(c, delta)
     assert prog.check(key, delta) == _python_valid(c, key, delta)
+
+
+# ---------------------------------------------------------------- typed JSON
+
+# UTF-8 at the edges of what Python's strict decoder takes: JSON strings
+# when valid (escaped where json escapes), {"base64": ...} when not.
+_utf8_pieces = [
+    # ASCII, and the bytes json escapes
+    *(b"a", b'"', b"\\", b"\n", b"\t", b"\x08", b"\x0c", b"\r", b"\x00", b"\x1b", b"\x1f", b"\x7f", b"/"),
+    # valid: two, three and four bytes, the last of each range
+    *(b"\xc3\xa9", b"\xe2\x80\xa8", b"\xef\xbf\xbf", b"\xf0\x9f\x98\x80", b"\xf4\x8f\xbf\xbf", b"\xed\x9f\xbf"),
+    # invalid: surrogates, overlong forms, past U+10FFFF
+    *(b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xe0\x9f\xbf"),
+    *(b"\xf0\x80\x80\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80"),
+    # invalid: stray and cut sequences
+    *(b"\xff", b"\x80", b"\xc3", b"\xe2\x80", b"\xf0\x9f\x98"),
+]
+_utf8_mixes = st.lists(st.sampled_from(_utf8_pieces), max_size=8).map(b"".join)
+json_strings = st.one_of(
+    st.binary(max_size=12),
+    st.text(max_size=10).map(lambda t: t.encode("utf-8")),
+    _utf8_mixes,
+    # past the eight ASCII bytes the validator takes at a time
+    st.tuples(st.text(string.printable, max_size=20), _utf8_mixes).map(lambda t: t[0].encode() + t[1]),
+)
+odd_names = st.one_of(field_names, st.lists(st.sampled_from(_utf8_pieces), min_size=1, max_size=4).map(b"".join))
+
+
+@st.composite
+def oddly_named_schemas(draw: st.DrawFn) -> Schema:
+    """Names as a wire may hold them: quotes, controls, bytes that are not
+    UTF-8; now and then a record naming a field twice (which a JSON object
+    cannot hold: such a schema has no JSON program)."""
+
+    def fields(types: st.SearchStrategy[FieldType], n: int) -> st.SearchStrategy[tuple[Field, ...]]:
+        items = st.lists(st.tuples(odd_names, types), min_size=1, max_size=n)
+        return items.map(lambda xs: tuple(Field(a, t) for a, t in xs))
+
+    enums = st.lists(odd_names, min_size=1, max_size=4, unique=True).map(lambda ns: EnumOf(tuple(ns)))
+    types = st.recursive(
+        st.one_of(primitive_types, enums),
+        lambda ch: st.one_of(ch.map(OptionOf), ch.map(ListOf), fields(ch, 3).map(RecordOf)),
+        max_leaves=5,
+    )
+    return Schema(draw(field_names), 1, draw(types), draw(fields(types, 4)))
+
+
+def _python_key_json(c: CompiledSchema, data: bytes) -> bytes | None:
+    try:
+        return dumps(c.key.to_json(c.read_key(data)))
+    except DecodeError:
+        return None
+
+
+def _python_delta_json(c: CompiledSchema, data: bytes) -> bytes | None:
+    try:
+        return dumps(c.delta_to_json(c.read_delta(data)))
+    except DecodeError:
+        return None
+
+
+def _names_a_field_twice(t: FieldType) -> bool:
+    if isinstance(t, RecordOf):
+        names = [f.name for f in t.fields]
+        return len(set(names)) < len(names) or any(_names_a_field_twice(f.typ) for f in t.fields)
+    if isinstance(t, (OptionOf, ListOf)):
+        return _names_a_field_twice(t.inner)
+    return False
+
+
+@prop(400)
+@given(st.data())
+def test_programs_write_json_as_python(data: st.DataObject) -> None:
+    schema = data.draw(st.one_of(schemas, oddly_named_schemas()))
+    c = CompiledSchema(schema)
+    prog = compile_program(schema)
+    assert prog is not None
+    twice = _names_a_field_twice(schema.key) or _names_a_field_twice(RecordOf(schema.fields))
+    assert (program_words(schema)[2] is None) == twice
+    if twice:
+        with pytest.raises(ValueError, match="without JSON"):
+            prog.key_json(b"")
+        return
+    key = c.write_key(data.draw(values(schema.key, floats_any, json_strings)))
+    delta = c.write_delta(data.draw(deltas(schema, floats_any, json_strings)))
+    assert prog.key_json(key) == _python_key_json(c, key) is not None
+    assert prog.delta_json(delta) == _python_delta_json(c, delta) is not None
+    bad_key = data.draw(_mutations(key))
+    bad_delta = data.draw(_mutations(delta))
+    assert prog.key_json(bad_key) == _python_key_json(c, bad_key)
+    assert prog.delta_json(bad_delta) == _python_delta_json(c, bad_delta)
+
+
+_FLOAT_KEY = Schema(b"f", 1, FLOAT, (Field(b"n", INT),))
+
+
+@prop(400)
+@given(st.one_of(floats_any, decimal_floats))
+def test_json_floats_are_their_repr(x: float) -> None:
+    """The C printer's shortcut for decimals, and Python's repr for the rest."""
+    c = CompiledSchema(_FLOAT_KEY)
+    prog = compile_program(_FLOAT_KEY)
+    assert prog is not None
+    assert prog.key_json(c.write_key(x)) == dumps(float_to_json(x))
+
+
+@prop(200)
+@given(json_strings)
+def test_json_strings_as_python(s: bytes) -> None:
+    schema = Schema(b"s", 1, ListOf(OptionOf(OptionOf(Prim("String")))), (Field(b"n", INT),))
+    c = CompiledSchema(schema)
+    prog = compile_program(schema)
+    assert prog is not None
+    key = c.write_key([None, (None,), ((s,),)])
+    assert prog.key_json(key) == _python_key_json(c, key)
 
 
 # ---------------------------------------------------------------- tables of rows
@@ -397,11 +521,29 @@ def _events(data: bytes, cuts: list[int], holes: dict[int, int]) -> list[Capture
     return events
 
 
+def passes(pre: Prefilter, m: Message) -> bool:
+    """The prefilter's conditions, read from a Python message."""
+    output, key = m.output, m.key
+    return (
+        (pre.types is None or m.type in pre.types)
+        and (pre.outputs is None or (output is not None and output.encode("utf-8", "surrogateescape") in pre.outputs))
+        and (pre.keys is None or (key is not None and key.encode("utf-8", "surrogateescape") in pre.keys))
+    )
+
+
 def run(
-    events: list[CaptureEvent], lane: LaneKind | None, kind: LaneKind, mode: DeltaMode, max_payload: int = 1 << 24
+    events: list[CaptureEvent],
+    lane: LaneKind | None,
+    kind: LaneKind,
+    mode: DeltaMode,
+    max_payload: int = 1 << 24,
+    prefilter: Prefilter = ANYTHING,
 ) -> Run:
+    """One decoding: the lines of the messages that pass `prefilter` (with
+    kind SELECT, a selecting lane leaves at least those to Python; with SEXP
+    and JSON, an exact prefilter, the lane writes them) and the problems."""
     rules = kind is LaneKind.COUNT
-    options = DissectOptions(max_payload=max_payload, deltas=mode, rules=rules, lane=lane)
+    options = DissectOptions(max_payload=max_payload, deltas=mode, rules=rules, lane=lane, prefilter=prefilter)
     demux = Demux("s", ProtocolChoice("ripple", options=options))
     outs = []
     for ev in events:
@@ -418,19 +560,24 @@ def run(
             for t, k in enumerate(item.by_tag):
                 if k:
                     by_tag[t] = by_tag.get(t, 0) + k
-            if kind is LaneKind.SEXP:
+            if kind is LaneKind.SEXP or kind is LaneKind.JSON:
                 lines = item.text.splitlines(keepends=True)
-                assert len(lines) == item.messages
-                items += [("line", x) for x in lines]
-                assert item.first_lines(item.messages) == item.text
+                assert len(lines) == item.lines
+                assert prefilter.constrains or item.lines == item.messages
+                head = origin_head(_origin) if kind is LaneKind.JSON else b""
+                items += [("line", head + x) for x in lines]
+                assert item.first_lines(item.lines) == item.text
             items += list(item.problems())
             assert item.problem_count == len(list(item.problems()))
         elif isinstance(item, Message):
             messages += 1
             size += item.frame.size
             by_tag[item.frame.tag] = by_tag.get(item.frame.tag, 0) + 1
-            if kind is LaneKind.SEXP:
+            shown = not prefilter.constrains or passes(prefilter, item)
+            if (kind is LaneKind.SEXP or kind is LaneKind.SELECT) and shown:
                 items.append(("line", item.line + b"\n"))
+            elif kind is LaneKind.JSON and shown:
+                items.append(("line", dumps(item.to_json(origin_json(_origin))) + b"\n"))
         else:
             assert isinstance(item, Problem)
             items.append(item)
@@ -439,9 +586,15 @@ def run(
     return Run(items, (messages, size, by_tag), streams, checkers, batches)
 
 
-def assert_same(events: list[CaptureEvent], kind: LaneKind, mode: DeltaMode, max_payload: int = 1 << 24) -> Run:
-    pure = run(events, None, kind, mode, max_payload)
-    fast = run(events, kind, kind, mode, max_payload)
+def assert_same(
+    events: list[CaptureEvent],
+    kind: LaneKind,
+    mode: DeltaMode,
+    max_payload: int = 1 << 24,
+    prefilter: Prefilter = ANYTHING,
+) -> Run:
+    pure = run(events, None, kind, mode, max_payload, prefilter)
+    fast = run(events, kind, kind, mode, max_payload, prefilter)
     assert pure.batches == 0
     assert fast.items == pure.items
     assert fast.totals == pure.totals
@@ -482,7 +635,45 @@ def test_decode_lane_gives_the_same_lines_and_problems(data: st.DataObject) -> N
     stream = data.draw(corrupted(envs))
     cuts = _cuts(data.draw(chunk_plans), len(stream))
     mode = data.draw(st.sampled_from([DeltaMode.DECODE, DeltaMode.DECODE, DeltaMode.RAW]))
-    assert_same(_events(stream, cuts, {}), LaneKind.SEXP, mode)
+    events = _events(stream, cuts, {})
+    assert_same(events, LaneKind.SEXP, mode)
+    assert_same(events, LaneKind.JSON, mode)
+
+
+@st.composite
+def prefilters(draw: st.DrawFn, keys: list[bytes]) -> Prefilter:
+    """Any mix of type, output and key conditions; keys among those of the
+    stream (`keys`) or not."""
+    types = draw(st.none() | st.frozensets(st.sampled_from(sorted(TYPE_NAMES.values())), max_size=3))
+    outputs = draw(st.none() | st.frozensets(st.sampled_from([b"a", b"b", b"the output", b"", b"zz"]), max_size=2))
+    key_choices = st.sampled_from([*keys, b"0", b"a", b"()", b"0x", b"0x07"])
+    return Prefilter(types, outputs, draw(st.none() | st.frozensets(key_choices, max_size=3)))
+
+
+def _keys_of(events: list[CaptureEvent], mode: DeltaMode) -> list[bytes]:
+    options = DissectOptions(deltas=mode)
+    demux = Demux("s", ProtocolChoice("ripple", options=options))
+    outs = [*(x for ev in events for x in demux.feed(ev)), *demux.finish()]
+    keys = (item.key for _o, item in outs if isinstance(item, Message))
+    return sorted({k.encode("utf-8", "surrogateescape") for k in keys if k is not None})
+
+
+@prop(200)
+@given(st.data())
+def test_selecting_lanes_choose_as_python(data: st.DataObject) -> None:
+    """--type/--output/--key/-Y: the lane passes over only what cannot be
+    chosen, counts everything, reports the same problems, and, when the
+    selection is exactly what it tests, writes the same lines."""
+    envs = data.draw(st.one_of(rule_streams(), envelope_lists()))
+    stream = data.draw(corrupted(envs))
+    events = _events(stream, _cuts(data.draw(chunk_plans), len(stream)), {})
+    mode = data.draw(st.sampled_from([DeltaMode.DECODE, DeltaMode.DECODE, DeltaMode.RAW]))
+    pre = data.draw(prefilters(_keys_of(events, mode)))
+    if pre.constrains:  # (else nothing to select: render/show.py asks for no SELECT lane)
+        assert_same(events, LaneKind.SELECT, mode, prefilter=pre)
+    # the conditions are the whole selection: the lane writes those that pass
+    assert_same(events, LaneKind.SEXP, mode, prefilter=pre)
+    assert_same(events, LaneKind.JSON, mode, prefilter=pre)
 
 
 @prop(150)
@@ -494,6 +685,7 @@ def test_lanes_on_damaged_streams_with_holes(data: st.DataObject) -> None:
     events = _events(stream, cuts, holes)
     max_payload = data.draw(st.sampled_from([1 << 24, 64, 200]))
     assert_same(events, LaneKind.SEXP, DeltaMode.DECODE, max_payload)
+    assert_same(events, LaneKind.JSON, DeltaMode.DECODE, max_payload)
     assert_same(events, LaneKind.COUNT, DeltaMode.VALIDATE, max_payload)
 
 
@@ -527,10 +719,14 @@ def test_a_clean_stream_goes_through_the_lane() -> None:
     """Not only the same: the lane really takes the boring envelopes."""
     envs = [Envelope(i + 1, i, FIXED_FINGERPRINTS[HEARTBEAT], 0, Heartbeat(b"w", i, 0.5 * i)) for i in range(1000)]
     events = _events(b"".join(e.to_bytes() for e in envs), [5000, 20000], {})
-    for kind, mode in ((LaneKind.SEXP, DeltaMode.DECODE), (LaneKind.COUNT, DeltaMode.VALIDATE)):
+    kinds = ((LaneKind.SEXP, DeltaMode.DECODE), (LaneKind.JSON, DeltaMode.DECODE), (LaneKind.COUNT, DeltaMode.VALIDATE))
+    for kind, mode in kinds:
         fast = assert_same(events, kind, mode)
         assert fast.batches >= 3
         assert not any(isinstance(x, Problem) for x in fast.items)
+    # a selection of Deltas: the lane passes over every Heartbeat
+    fast = assert_same(events, LaneKind.SELECT, DeltaMode.DECODE, prefilter=Prefilter(types=frozenset({"Delta"})))
+    assert fast.batches >= 3 and fast.items == [] and fast.totals[0] == 1000
 
 
 def _checker_state(dissector: Any) -> Any:

@@ -112,7 +112,7 @@ def test_report_counts_a_run_like_its_messages_and_problems() -> None:
     recs = array("q")
     for i in range(5):
         recs.extend([2, i * 100, i, 0, 0, 0])
-    batch = LaneRun(0, 500, 7, 700, (0, 5, 1, 0, 1, 0), b"", recs, [b"x/v1"])
+    batch = LaneRun(0, 500, 7, 700, (0, 5, 1, 0, 1, 0), b"", 0, recs, [b"x/v1"])
     assert list(batch.problems()) == problems
     one, bulk = Report(keep_problems=3), Report(keep_problems=3)
     a, b = one.source("s"), bulk.source("s")
@@ -125,7 +125,7 @@ def test_report_counts_a_run_like_its_messages_and_problems() -> None:
 
 
 def test_first_lines() -> None:
-    batch = LaneRun(0, 0, 3, 0, (0,) * 6, b"(a)\n(b)\n(c)\n", array("q"), [])
+    batch = LaneRun(0, 0, 3, 0, (0,) * 6, b"(a)\n(b)\n(c)\n", 3, array("q"), [])
     assert batch.first_lines(0) == b""
     assert batch.first_lines(2) == b"(a)\n(b)\n"
     assert batch.first_lines(3) == batch.text

@@ -22,6 +22,7 @@ from ripple_cli.protocols.base import Detection, DissectOptions, LaneKind
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render import FORMATS, View, make_renderer
+from ripple_cli.render.base import NoRuns
 from ripple_cli.sexp.parse import parse_many
 from ripple_cli.sources.schema_files import load_registry
 from ripple_cli.terminal.environment import Environment
@@ -148,7 +149,7 @@ def test_every_registered_format_makes_a_renderer(fmt: str) -> None:
     out = io.BytesIO()
     env = Environment(stdin=io.BytesIO(), stdout=out, stderr=io.StringIO(), stdout_isatty=False, environ={})
     r = make_renderer(fmt, env, View())
-    assert isinstance(r.takes_runs, bool)
+    assert r.lane is None or isinstance(r.lane, LaneKind)
     r.close()
 
 
@@ -168,7 +169,7 @@ def test_a_format_registered_from_the_tests_reaches_decode(monkeypatch: pytest.M
     assert r.stdout == b"Handshake\nSchema_negotiation\nDelta\n"
 
 
-class TypesRenderer(BaseSink):
+class TypesRenderer(NoRuns):
     """One line per message: its type (a format defined by the tests)."""
 
     def __init__(self, env: Environment) -> None:
@@ -176,6 +177,12 @@ class TypesRenderer(BaseSink):
 
     def message(self, origin: Origin, msg: Decoded) -> None:
         self.env.stdout.write(msg.type.encode() + b"\n")
+
+    def problem(self, origin: Origin, problem: Problem) -> None:
+        pass
+
+    def flush(self) -> None:
+        self.env.stdout.flush()
 
     def close(self) -> None:
         self.env.stdout.flush()

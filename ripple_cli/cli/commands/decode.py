@@ -24,7 +24,7 @@ from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import pump
 from ripple_cli.flow.select import Show
-from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.base import ANYTHING
 from ripple_cli.render import FORMATS, View, default_format, make_renderer
 from ripple_cli.render.show import ShowSink
 from ripple_cli.sources.files import display_name
@@ -91,9 +91,9 @@ def decode(
     paths = files or ("-",)
     renderer = make_renderer(fmt or default_format(env), env, replace(view, live="-" in paths))
     sink = ShowSink(Report(), renderer, show.select, show.count)
-    # Every message as its canonical line and nothing else: the fast lane
-    # (when built) writes the lines of the boring envelopes in bulk.
-    lane = LaneKind.SEXP if sink.takes_runs else None
+    # Every message as its canonical line or JSON object and nothing else:
+    # the fast lane (when built) writes those of the boring envelopes in bulk.
+    lane = sink.lane
     deltas = DeltaMode.RAW if raw else DeltaMode.DECODE
     try:
         for path in paths:
@@ -101,7 +101,8 @@ def decode(
             sink.source(name)
             # A pipe is watched live: each message shows as soon as it is
             # decoded.  A file is read as fast as it goes, output in blocks.
-            if not pump(inputs.events(path, env), inputs.demux(name, deltas=deltas, lane=lane), sink, path == "-"):
+            demux = inputs.demux(name, deltas=deltas, lane=lane, prefilter=show.select.prefilter or ANYTHING)
+            if not pump(inputs.events(path, env), demux, sink, path == "-"):
                 break
     finally:
         renderer.close()

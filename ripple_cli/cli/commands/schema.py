@@ -13,13 +13,12 @@ import click
 from ripple_cli.cli.options import OutputPath, max_payload_option
 from ripple_cli.codec.compat import check_backward
 from ripple_cli.codec.envelope import MAGIC
-from ripple_cli.codec.jsonview import schema_to_json, type_text
+from ripple_cli.codec.jsonview import dumps, schema_to_json, type_text
 from ripple_cli.codec.messages import DeltaMode, Handshake
 from ripple_cli.codec.schema import Schema, sexp_of_schema, text
 from ripple_cli.errors import EXIT_PROBLEMS, EXIT_UNREADABLE, InputUnreadable
 from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
-from ripple_cli.render.json import dumps
 from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.write import to_string, to_string_hum
 from ripple_cli.sources.files import display_name, open_error, read_all, read_chunks

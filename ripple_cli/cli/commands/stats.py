@@ -86,7 +86,7 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
             tallies = counters.siblings.value
     report["siblings"] = sibling_records(tallies)
     if fmt == "json":
-        from ripple_cli.render.json import dumps
+        from ripple_cli.codec.jsonview import dumps
 
         env.stdout.write(dumps(report) + b"\n")
         env.stdout.flush()

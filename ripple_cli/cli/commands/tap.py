@@ -30,7 +30,7 @@ from ripple_cli.errors import UsageProblem
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.protocol_choice import RIPPLE
 from ripple_cli.flow.select import Show
-from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.base import ANYTHING, LaneKind
 from ripple_cli.render import FORMATS, View, default_format, make_renderer
 from ripple_cli.render.base import Renderer
 from ripple_cli.tap.proxy import HostPort, ProxySource, parse_hostport
@@ -169,10 +169,12 @@ def tap(
     source = _source(place, inputs, buffer)
     stats = TapStats()
     printer, live_view = _printer(env, fmt or default_format(env), view, stats)
-    # Plain sexp lines of everything: the fast lane (when built) decodes and
-    # writes the boring envelopes in C, as `decode` does.
-    lane = LaneKind.SEXP if printer.takes_runs and show.select.everything else None
-    choice = inputs.choice(registry=inputs.registry, lane=lane)
+    # As `decode` does: the fast lane (when built) writes the sexp lines or
+    # JSON of the boring envelopes in C, or passes over those a selection
+    # cannot choose.
+    prefilter = show.select.prefilter
+    lane = printer.lane if show.select.everything else None if prefilter is None else LaneKind.SELECT
+    choice = inputs.choice(registry=inputs.registry, lane=lane, prefilter=prefilter or ANYTHING)
     if not isinstance(source, SniffSource):
         # Sniffing sees every connection: as decode does with a capture,
         # those that show no known protocol are left alone, unless --port

@@ -27,6 +27,7 @@
 #include "crc32c.h"
 #include "layout.h"
 #include "sexpout.h"
+#include "jsonout.h"
 
 #define HEADER_SIZE 59
 #define OVERHEAD 63
@@ -44,6 +45,8 @@ typedef struct {
     const char *text; /* printed form (quoted and escaped when it must be) */
     size_t len;
     int quoted;
+    const char *json; /* its typed JSON text (program.py says which), or NULL */
+    size_t json_len;
 } Atom;
 
 typedef struct {
@@ -53,6 +56,7 @@ typedef struct {
     Atom *atoms;
     Py_ssize_t natoms;
     PyObject *atom_texts; /* owns the atoms' text */
+    PyObject *json_texts; /* owns their JSON text; NULL: the schema has no JSON program */
     uint32_t nfields;
     /* Flat records (see flat_fields): per node, the index in `fields` of
      * its first field, or -1 when the node is not a flat record. */
@@ -193,14 +197,15 @@ flat_fields(Program *self)
     return 0;
 }
 
-/* Program(code: bytes of int32, atoms: tuple of (text: bytes, quoted: bool)) */
+/* Program(code: bytes of int32, atoms: tuple of (text: bytes, quoted: bool),
+ *         json: tuple of bytes, one an atom, or None) */
 static int
 Program_init(Program *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"code", "atoms", NULL};
+    static char *kwlist[] = {"code", "atoms", "json", NULL};
     Py_buffer code;
-    PyObject *atoms;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O!", kwlist, &code, &PyTuple_Type, &atoms))
+    PyObject *atoms, *json = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O!|O", kwlist, &code, &PyTuple_Type, &atoms, &json))
         return -1;
     int rc = -1;
     if (self->code) {
@@ -233,6 +238,23 @@ Program_init(Program *self, PyObject *args, PyObject *kw)
         self->atoms[i].len = (size_t)PyBytes_GET_SIZE(t);
         self->atoms[i].quoted = PyObject_IsTrue(PyTuple_GET_ITEM(item, 1));
     }
+    if (json != Py_None) {
+        if (!PyTuple_Check(json) || PyTuple_GET_SIZE(json) != self->natoms) {
+            PyErr_SetString(PyExc_ValueError, "json: a tuple of bytes, one an atom, or None");
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < self->natoms; i++)
+            if (!PyBytes_Check(PyTuple_GET_ITEM(json, i))) {
+                PyErr_SetString(PyExc_ValueError, "json: a tuple of bytes, one an atom, or None");
+                goto done;
+            }
+        self->json_texts = Py_NewRef(json);
+        for (Py_ssize_t i = 0; i < self->natoms; i++) {
+            PyObject *t = PyTuple_GET_ITEM(json, i);
+            self->atoms[i].json = PyBytes_AS_STRING(t);
+            self->atoms[i].json_len = (size_t)PyBytes_GET_SIZE(t);
+        }
+    }
     const int32_t *c = self->code;
     if (prog_check_node(c, self->ncode, self->natoms, c[PROG_KEY], 0) ||
         prog_check_node(c, self->ncode, self->natoms, c[PROG_ROW], 0) || c[c[PROG_ROW]] != OP_RECORD) {
@@ -260,6 +282,7 @@ Program_dealloc(Program *self)
     PyMem_Free(self->code);
     PyMem_Free(self->atoms);
     Py_XDECREF(self->atom_texts);
+    Py_XDECREF(self->json_texts);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -693,6 +716,159 @@ walk_delta(const Program *pg, const uint8_t *s, size_t n, Out *o)
     return e ? e : (r.pos == n ? 0 : -1);
 }
 
+/* Walk one value of type `node` and write its typed JSON (values.py's
+ * to_json, as render/json.py dumps it).  The same acceptance and return
+ * codes as walk.  Records' keys and enums' names are the atoms' JSON
+ * texts, made by program.py with the very function the Python lane prints
+ * with. */
+static int
+jwalk(const Program *pg, int32_t node, Rd *r, Out *o)
+{
+    const int32_t *c = pg->code + node;
+    switch (c[0]) {
+    case OP_INT:
+    case OP_INT32:
+    case OP_INT64: {
+        int64_t v;
+        int bad = c[0] == OP_INT ? rd_int(r, &v) : c[0] == OP_INT32 ? rd_int32(r, &v) : rd_int_any(r, &v);
+        if (bad)
+            return -1;
+        js_int(o, v);
+        return 0;
+    }
+    case OP_FLOAT: {
+        double x;
+        if (rd_float(r, &x))
+            return -1;
+        return js_float(o, x) ? -2 : 0;
+    }
+    case OP_BOOL: {
+        int b;
+        if (rd_01(r, &b))
+            return -1;
+        if (b)
+            JS_LIT(o, "true");
+        else
+            JS_LIT(o, "false");
+        return 0;
+    }
+    case OP_STRING: {
+        const uint8_t *s;
+        size_t n;
+        if (rd_string(r, &s, &n))
+            return -1;
+        js_bytes(o, s, n);
+        return 0;
+    }
+    case OP_OPTION: {
+        int present;
+        if (rd_01(r, &present))
+            return -1;
+        if (!present) {
+            JS_LIT(o, "null");
+            return 0;
+        }
+        /* Some of an option is a one-element list: Some None is [null], None null */
+        int nested = pg->code[c[1]] == OP_OPTION;
+        if (nested)
+            out_ch(o, '[');
+        int e = jwalk(pg, c[1], r, o);
+        if (nested)
+            out_ch(o, ']');
+        return e;
+    }
+    case OP_LIST: {
+        uint64_t n;
+        if (rd_count(r, &n))
+            return -1;
+        out_ch(o, '[');
+        for (uint64_t i = 0; i < n; i++) {
+            if (i)
+                out_ch(o, ',');
+            int e = jwalk(pg, c[1], r, o);
+            if (e)
+                return e;
+        }
+        out_ch(o, ']');
+        return 0;
+    }
+    case OP_RECORD: {
+        out_ch(o, '{');
+        for (int32_t i = 0; i < c[1]; i++) {
+            const Atom *a = &pg->atoms[c[2 + 2 * i]];
+            if (i)
+                out_ch(o, ',');
+            out_put(o, a->json, a->json_len);
+            out_ch(o, ':');
+            int e = jwalk(pg, c[3 + 2 * i], r, o);
+            if (e)
+                return e;
+        }
+        out_ch(o, '}');
+        return 0;
+    }
+    case OP_ENUM: {
+        uint32_t t;
+        if (rd_ctor(r, (uint32_t)c[1], &t))
+            return -1;
+        const Atom *a = &pg->atoms[c[2] + (int32_t)t];
+        out_put(o, a->json, a->json_len);
+        return 0;
+    }
+    }
+    return -1; /* unreachable: checked when the Program was made */
+}
+
+/* The key's JSON (key.to_json). */
+static int
+jwalk_key(const Program *pg, const uint8_t *s, size_t n, Out *o)
+{
+    Rd r = {s, 0, n};
+    int e = jwalk(pg, pg->code[PROG_KEY], &r, o);
+    return e ? e : (r.pos == n ? 0 : -1);
+}
+
+/* The delta's JSON (CompiledSchema.delta_to_json). */
+static int
+jwalk_delta(const Program *pg, const uint8_t *s, size_t n, Out *o)
+{
+    Rd r = {s, 0, n};
+    uint32_t tag;
+    int e = 0;
+    if (rd_ctor(&r, 3, &tag))
+        return -1;
+    const int32_t *row = pg->code + pg->code[PROG_ROW];
+    if (tag == 0) {
+        JS_LIT(o, "{\"op\":\"set\",\"row\":");
+        e = jwalk(pg, pg->code[PROG_ROW], &r, o);
+        out_ch(o, '}');
+    }
+    else if (tag == 1) {
+        uint64_t count;
+        if (rd_count(&r, &count))
+            return -1;
+        JS_LIT(o, "{\"op\":\"patch\",\"updates\":[");
+        for (uint64_t i = 0; i < count && !e; i++) {
+            uint32_t f;
+            if (rd_ctor(&r, pg->nfields, &f))
+                return -1;
+            if (i)
+                out_ch(o, ',');
+            /* the Patch constructors' atoms carry the field's name as JSON */
+            const Atom *a = &pg->atoms[pg->code[PROG_CTORS] + (int32_t)f];
+            JS_LIT(o, "{\"field\":");
+            out_put(o, a->json, a->json_len);
+            JS_LIT(o, ",\"value\":");
+            e = jwalk(pg, row[3 + 2 * f], &r, o);
+            out_ch(o, '}');
+        }
+        JS_LIT(o, "]}");
+    }
+    else
+        JS_LIT(o, "{\"op\":\"remove\"}");
+    return e ? e : (r.pos == n ? 0 : -1);
+}
+
 static int
 prog_ready(Program *self)
 {
@@ -764,7 +940,32 @@ Program_check(Program *self, PyObject *args)
     return PyBool_FromLong(e == 0);
 }
 
+static int
+prog_has_json(Program *self)
+{
+    if (self->json_texts)
+        return 1;
+    PyErr_SetString(PyExc_ValueError, "Program made without JSON texts");
+    return 0;
+}
+
+/* For the tests: the key's JSON as key.to_json + dumps prints it, or None. */
+static PyObject *
+Program_key_json(Program *self, PyObject *arg)
+{
+    return prog_ready(self) && prog_has_json(self) ? walk_text(self, arg, jwalk_key) : NULL;
+}
+
+/* For the tests: the delta's JSON as delta_to_json + dumps prints it, or None. */
+static PyObject *
+Program_delta_json(Program *self, PyObject *arg)
+{
+    return prog_ready(self) && prog_has_json(self) ? walk_text(self, arg, jwalk_delta) : NULL;
+}
+
 static PyMethodDef Program_methods[] = {
+    {"key_json", (PyCFunction)Program_key_json, METH_O, "The key's typed JSON, or None if it does not decode."},
+    {"delta_json", (PyCFunction)Program_delta_json, METH_O, "The delta's typed JSON, or None."},
     {"key_text", (PyCFunction)Program_key_text, METH_O, "The key's one-line text, or None if it does not decode."},
     {"delta_text", (PyCFunction)Program_delta_text, METH_O, "The delta's one-line text, or None."},
     {"check", (PyCFunction)Program_check, METH_VARARGS, "Whether key and delta bytes decode exactly."},
@@ -801,10 +1002,21 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     long long max_payload;
-    int render; /* write the canonical lines */
+    int render; /* RENDER_NONE, RENDER_SEXP (canonical lines) or RENDER_JSON (layout.h) */
     int raw; /* DeltaMode.RAW: no schema is applied to Deltas */
     int rules; /* stream rules (verify): envelope seq, Delta sequence_no */
     PyObject *resolve; /* fingerprint -> (known, Program | None) */
+    /* A selection's necessary conditions (lane.py: a Prefilter).  An
+     * envelope that fails one is consumed, counted and not shown; one that
+     * may pass is left to Python, which decodes it and judges it by the
+     * whole selection, or, when the conditions are the whole selection
+     * (`exact`), rendered here. */
+    int select;
+    int exact; /* the conditions are the whole selection: those that pass are rendered here */
+    unsigned tags; /* bit t: type tag t may pass */
+    PyObject *outputs; /* tuple of bytes: a Delta's output is one of them; NULL: any */
+    PyObject *keys; /* tuple of bytes: a Delta's key text is one of them; NULL: any */
+    Out scratch; /* a key's text, to compare */
     Out out; /* the text, reused from call to call */
     int busy; /* in run: `out` is in use (resolve must not call run again) */
     /* The registry's answers, kept from run to run unless the caller says
@@ -1016,14 +1228,105 @@ put_tail(Out *o)
     OUT_LIT(o, ")))))\n");
 }
 
+/* The envelope's JSON object after its head (render/json.py writes
+ * `{"v":1,` and where it came from): "offset":..,"size":..,"seq":..,
+ * "time_ns":..,"time":"..","schema":..,"flags":0,"type":"T","msg":{ */
+static void
+put_json_head(Out *o, long long offset, size_t length, int64_t seq, int64_t time_ns, const uint8_t *raw_fp,
+              const char *type)
+{
+    JS_LIT(o, "\"offset\":");
+    js_int(o, offset);
+    JS_LIT(o, ",\"size\":");
+    js_int(o, (int64_t)(OVERHEAD + length));
+    JS_LIT(o, ",\"seq\":");
+    js_int(o, seq);
+    JS_LIT(o, ",\"time_ns\":");
+    js_int(o, time_ns);
+    JS_LIT(o, ",\"time\":");
+    js_time(o, time_ns);
+    JS_LIT(o, ",\"schema\":");
+    js_bytes(o, raw_fp, fp_len(raw_fp));
+    JS_LIT(o, ",\"flags\":0,\"type\":\"");
+    out_put(o, type, strlen(type));
+    JS_LIT(o, "\",\"msg\":{");
+}
+
+/* "name": -- a field of the msg object; `first` has no comma before it */
+static inline void
+put_json_field(Out *o, const char *name, int first)
+{
+    if (!first)
+        out_ch(o, ',');
+    out_ch(o, '"');
+    out_put(o, name, strlen(name));
+    JS_LIT(o, "\":");
+}
+
+static int
+bytes_in(PyObject *tuple, const uint8_t *s, size_t n)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) {
+        PyObject *b = PyTuple_GET_ITEM(tuple, i);
+        if ((size_t)PyBytes_GET_SIZE(b) == n && !memcmp(PyBytes_AS_STRING(b), s, n))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether a Delta may pass the prefilter: 1 yes (Python judges it), 0 no,
+ * -1 a Python exception is set.  Its key's text is its sexp when its schema
+ * is applied (`prog`), else 0x and the bytes in hex (summary.key_text). */
+static int
+delta_may_pass(Scanner *sc, const Program *prog, const uint8_t *output, size_t output_len, const uint8_t *key,
+               size_t key_len)
+{
+    if (!(sc->tags >> 1 & 1))
+        return 0;
+    if (sc->outputs && !bytes_in(sc->outputs, output, output_len))
+        return 0;
+    if (!sc->keys)
+        return 1;
+    Out *k = &sc->scratch;
+    k->len = 0;
+    k->need = 0;
+    k->failed = 0;
+    int e = 0;
+    if (prog)
+        e = walk_key(prog, key, key_len, k);
+    else {
+        static const char hex[] = "0123456789abcdef";
+        out_put(k, "0x", 2);
+        for (size_t i = 0; i < key_len; i++) {
+            out_ch(k, hex[key[i] >> 4]);
+            out_ch(k, hex[key[i] & 15]);
+        }
+    }
+    if (e == -2 || k->failed) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    return e == -1 || bytes_in(sc->keys, (const uint8_t *)k->p, k->len);
+}
+
 /* The payload of one boring envelope: 0 consumed (effects applied), 1 stop
  * (the Python decoder takes it), -1 a Python exception is set. */
 static int
 run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
 {
     Scanner *sc = cx->sc;
-    Out *o = sc->render ? &sc->out : NULL;
+    Out *o = sc->render == RENDER_SEXP ? &sc->out : NULL;
+    Out *j = sc->render == RENDER_JSON ? &sc->out : NULL;
     uint8_t tag = h[5];
+    if (sc->select && tag != 1) {
+        /* another type passes when the prefilter allows it and asks nothing of Deltas alone */
+        int may = (sc->tags >> tag & 1) && !sc->outputs && !sc->keys;
+        if (may && !sc->exact)
+            return 1;
+        if (!may)
+            o = j = NULL;
+    }
     int64_t seq = (int64_t)le64(h + 7);
     int64_t time_ns = (int64_t)le64(h + 15);
     const uint8_t *raw_fp = h + 23;
@@ -1051,8 +1354,17 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
                 return PyErr_Occurred() ? -1 : 1;
         }
         int typed = !sc->raw && fe->known;
-        if (typed && !fe->prog)
+        if (typed && (!fe->prog || (j && !fe->prog->json_texts)))
             return 1;
+        if (sc->select) {
+            int may = delta_may_pass(sc, typed ? fe->prog : NULL, output, output_len, key, key_len);
+            if (may < 0)
+                return -1;
+            if (may && !sc->exact)
+                return 1; /* Python judges it by the whole selection */
+            if (!may)
+                o = j = NULL; /* passed over: validated, counted, not shown */
+        }
         if (o) {
             put_head(o, seq, time_ns, raw_fp, "Delta");
             put_field(o, "source_output");
@@ -1084,6 +1396,34 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             sx_close(o);
             put_tail(o);
         }
+        else if (j) {
+            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Delta");
+            put_json_field(j, "source_output", 1);
+            js_bytes(j, output, output_len);
+            if (typed) {
+                put_json_field(j, "key", 0);
+                if ((e = jwalk_key(fe->prog, key, key_len, j)) != 0)
+                    return e == -1 ? 1 : -1;
+                put_json_field(j, "delta", 0);
+                if ((e = jwalk_delta(fe->prog, delta, delta_len, j)) != 0)
+                    return e == -1 ? 1 : -1;
+            }
+            else {
+                JS_LIT(j, ",\"schema_known\":false");
+                put_json_field(j, "key_bytes", 0);
+                js_base64(j, key, key_len);
+                put_json_field(j, "delta_bytes", 0);
+                js_base64(j, delta, delta_len);
+            }
+            put_json_field(j, "sequence_no", 0);
+            js_int(j, sequence_no);
+            put_json_field(j, "watermark_ns", 0);
+            if (has_wm)
+                js_int(j, wm);
+            else
+                JS_LIT(j, "null");
+            JS_LIT(j, "}}\n");
+        }
         else if (typed) {
             if (walk_key(fe->prog, key, key_len, NULL) || walk_delta(fe->prog, delta, delta_len, NULL))
                 return 1;
@@ -1102,6 +1442,14 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             put_field(o, "requested_at_ns");
             sx_int(o, at);
             put_tail(o);
+        }
+        else if (j) {
+            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Checkpoint_request");
+            put_json_field(j, "checkpoint_id", 1);
+            js_int(j, cid);
+            put_json_field(j, "requested_at_ns", 0);
+            js_int(j, at);
+            JS_LIT(j, "}}\n");
         }
         break;
     }
@@ -1123,6 +1471,14 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             put_field(o, "positions");
             sx_open(o);
         }
+        else if (j) {
+            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Checkpoint_ack");
+            put_json_field(j, "worker_id", 1);
+            js_bytes(j, worker, worker_len);
+            put_json_field(j, "checkpoint_id", 0);
+            js_int(j, cid);
+            JS_LIT(j, ",\"positions\":[");
+        }
         for (uint64_t i = 0; i < n; i++) {
             const uint8_t *name;
             size_t name_len;
@@ -1135,6 +1491,15 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
                 sx_int(o, q);
                 sx_close(o);
             }
+            else if (j) {
+                if (i)
+                    out_ch(j, ',');
+                JS_LIT(j, "{\"output\":");
+                js_bytes(j, name, name_len);
+                JS_LIT(j, ",\"sequence_no\":");
+                js_int(j, q);
+                out_ch(j, '}');
+            }
         }
         if (pr.pos != pr.len)
             return 1;
@@ -1142,6 +1507,8 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             sx_close(o);
             put_tail(o);
         }
+        else if (j)
+            JS_LIT(j, "]}}\n");
         break;
     }
     case 4: { /* Heartbeat */
@@ -1165,6 +1532,17 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
                 return -1;
             put_tail(o);
         }
+        else if (j) {
+            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Heartbeat");
+            put_json_field(j, "worker_id", 1);
+            js_bytes(j, worker, worker_len);
+            put_json_field(j, "timestamp_ns", 0);
+            js_int(j, ts);
+            put_json_field(j, "load", 0);
+            if (js_float(j, load))
+                return -1;
+            JS_LIT(j, "}}\n");
+        }
         break;
     }
     case 5: { /* Schema_negotiation */
@@ -1182,6 +1560,13 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             put_field(o, "errors");
             sx_open(o);
         }
+        else if (j) {
+            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Schema_negotiation");
+            if (ok)
+                JS_LIT(j, "\"ok\":true,\"errors\":[");
+            else
+                JS_LIT(j, "\"ok\":false,\"errors\":[");
+        }
         for (uint64_t i = 0; i < n; i++) {
             const uint8_t *s;
             size_t k;
@@ -1189,6 +1574,11 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
                 return 1;
             if (o)
                 sx_atom(o, s, k);
+            else if (j) {
+                if (i)
+                    out_ch(j, ',');
+                js_bytes(j, s, k);
+            }
         }
         if (pr.pos != pr.len)
             return 1;
@@ -1196,6 +1586,8 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             sx_close(o);
             put_tail(o);
         }
+        else if (j)
+            JS_LIT(j, "]}}\n");
         break;
     }
     default: /* Handshake (it declares schemas) and unknown types */
@@ -1241,11 +1633,34 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
 static int
 Scanner_init(Scanner *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"max_payload", "render", "raw", "rules", "resolve", NULL};
-    PyObject *resolve;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "LpppO", kwlist, &self->max_payload, &self->render, &self->raw,
-                                     &self->rules, &resolve))
+    static char *kwlist[] = {"max_payload", "render", "raw",     "rules", "resolve", "select",
+                             "exact",       "tags",   "outputs", "keys",  NULL};
+    PyObject *resolve, *outputs = Py_None, *keys = Py_None;
+    self->tags = 0x3F;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LippO|ppIOO", kwlist, &self->max_payload, &self->render, &self->raw,
+                                     &self->rules, &resolve, &self->select, &self->exact, &self->tags, &outputs,
+                                     &keys))
         return -1;
+    for (int i = 0; i < 2; i++) {
+        PyObject *t = i ? keys : outputs;
+        int ok = t == Py_None || PyTuple_Check(t);
+        for (Py_ssize_t j = 0; ok && t != Py_None && j < PyTuple_GET_SIZE(t); j++)
+            ok = PyBytes_Check(PyTuple_GET_ITEM(t, j));
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, "outputs and keys: a tuple of bytes, or None");
+            return -1;
+        }
+    }
+    if (self->select && self->render != RENDER_NONE && !self->exact) {
+        PyErr_SetString(PyExc_ValueError, "select: Python judges what may pass; only an exact prefilter renders");
+        return -1;
+    }
+    Py_XSETREF(self->outputs, outputs == Py_None ? NULL : Py_NewRef(outputs));
+    Py_XSETREF(self->keys, keys == Py_None ? NULL : Py_NewRef(keys));
+    if (self->render != RENDER_NONE && self->render != RENDER_SEXP && self->render != RENDER_JSON) {
+        PyErr_SetString(PyExc_ValueError, "render: one of layout.py's RENDER_MODES");
+        return -1;
+    }
     if (!PyCallable_Check(resolve)) {
         PyErr_SetString(PyExc_TypeError, "resolve must be callable");
         return -1;
@@ -1270,6 +1685,8 @@ static int
 Scanner_clear(Scanner *self)
 {
     Py_CLEAR(self->resolve);
+    Py_CLEAR(self->outputs);
+    Py_CLEAR(self->keys);
     scanner_forget(self);
     return 0;
 }
@@ -1280,6 +1697,7 @@ Scanner_dealloc(Scanner *self)
     PyObject_GC_UnTrack(self);
     Scanner_clear(self);
     PyMem_Free(self->out.p);
+    PyMem_Free(self->scratch.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1372,7 +1790,7 @@ Scanner_run(Scanner *self, PyObject *args)
     }
     counts_t = Py_BuildValue("(LLLLLL)", counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]);
     last = cx.has_last ? PyLong_FromLongLong(cx.last_seq) : Py_NewRef(last_obj);
-    text = self->render ? PyBytes_FromStringAndSize(self->out.p ? self->out.p : "", (Py_ssize_t)self->out.len)
+    text = self->render != RENDER_NONE ? PyBytes_FromStringAndSize(self->out.p ? self->out.p : "", (Py_ssize_t)self->out.len)
                         : Py_NewRef(Py_None);
     recs = PyBytes_FromStringAndSize((const char *)cx.recs, (Py_ssize_t)(cx.nrecs * sizeof(int64_t)));
     if (counts_t && last && text && recs)
@@ -1533,6 +1951,7 @@ PyInit__speedups(void)
 {
     const char *impl = crc32c_init();
     sexpout_init();
+    jsonout_init();
     if (PyType_Ready(&ProgramType) || PyType_Ready(&ScannerType))
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

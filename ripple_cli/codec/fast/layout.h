@@ -41,6 +41,12 @@
 /* A record's int64 words, in order: X(NAME, name). */
 #define LAYOUT_RECORD_FIELDS(X) X(KIND, kind) X(OFFSET, offset) X(SEQ, seq) X(A, a) X(B, b) X(C, c)
 
+/* What Scanner.run writes for the envelopes it consumes: X(name, number). */
+#define LAYOUT_RENDER_MODES(X)                                                                                         \
+    X(NONE, 0) /* nothing: count them (verify) */                                                                      \
+    X(SEXP, 1) /* their canonical lines */                                                                             \
+    X(JSON, 2) /* their typed JSON objects, each without its head ({"v":1, then where it came from) */
+
 /* The enums the module is compiled with: OP_INT.., PROG_KEY.. (and PROG_NODES,
  * the header's length), REC_SEQ_ORDER.., REC_AT_KIND.. (and REC_WORDS). */
 enum {
@@ -63,6 +69,12 @@ enum {
 };
 
 enum {
+#define X(name, value) RENDER_##name = value,
+    LAYOUT_RENDER_MODES(X)
+#undef X
+};
+
+enum {
 #define X(NAME, name) REC_AT_##NAME,
     LAYOUT_RECORD_FIELDS(X)
 #undef X
@@ -71,7 +83,8 @@ enum {
 
 /* The module's LAYOUT, as layout.py's LAYOUT writes it:
  * {"opcodes": {name: number}, "program_header": (names), "program_word_bytes": n,
- *  "record_kinds": {name: number}, "record_fields": (names), "record_word_bytes": n}.
+ *  "record_kinds": {name: number}, "record_fields": (names), "record_word_bytes": n,
+ *  "render_modes": {name: number}}.
  * The numbers are the enums' and a name's place in a tuple is its enum's; a
  * program's words are int32_t, a record's int64_t. */
 static PyObject *
@@ -81,16 +94,20 @@ layout_table(void)
 #define F_NAME(NAME, name) " s"
 #define OP_ARG(name, value) , #name, OP_##name
 #define REC_ARG(name, value) , #name, REC_##name
+#define RENDER_ARG(name, value) , #name, RENDER_##name
 #define NAME_ARG(NAME, name) , #name
     return Py_BuildValue("{s:{" LAYOUT_OPCODES(F_NUMBERED) "},s:(" LAYOUT_PROGRAM_HEADER(F_NAME) "),s:n,"
-                         "s:{" LAYOUT_RECORD_KINDS(F_NUMBERED) "},s:(" LAYOUT_RECORD_FIELDS(F_NAME) "),s:n}",
+                         "s:{" LAYOUT_RECORD_KINDS(F_NUMBERED) "},s:(" LAYOUT_RECORD_FIELDS(F_NAME) "),s:n,"
+                         "s:{" LAYOUT_RENDER_MODES(F_NUMBERED) "}}",
                          "opcodes" LAYOUT_OPCODES(OP_ARG), "program_header" LAYOUT_PROGRAM_HEADER(NAME_ARG),
                          "program_word_bytes", (Py_ssize_t)sizeof(int32_t), "record_kinds" LAYOUT_RECORD_KINDS(REC_ARG),
-                         "record_fields" LAYOUT_RECORD_FIELDS(NAME_ARG), "record_word_bytes", (Py_ssize_t)sizeof(int64_t));
+                         "record_fields" LAYOUT_RECORD_FIELDS(NAME_ARG), "record_word_bytes", (Py_ssize_t)sizeof(int64_t),
+                         "render_modes" LAYOUT_RENDER_MODES(RENDER_ARG));
 #undef F_NUMBERED
 #undef F_NAME
 #undef OP_ARG
 #undef REC_ARG
+#undef RENDER_ARG
 #undef NAME_ARG
 }
 

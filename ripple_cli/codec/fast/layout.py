@@ -1,11 +1,12 @@
 """The fast lane's tables: the one source the C module is checked against.
 
 program.py compiles a schema into int32 words that `_speedups.c` interprets,
-and the C scanner hands stream-rule problems back to lane.py as int64
-records.  The two sides must agree byte for byte (the opcodes' numbers, the
-program's header words, the record kinds, the order of a record's words, the
-size of a word), or the fast lane would print wrong text or report wrong
-problems without failing.  So the numbers are written here once; the C
+the C scanner hands stream-rule problems back to lane.py as int64 records,
+and lane.py tells it what to write (the render modes).  The two sides must
+agree byte for byte (the opcodes' numbers, the program's header words, the
+record kinds, the order of a record's words, the size of a word, the render
+modes), or the fast lane would print wrong text or report wrong problems
+without failing.  So the numbers are written here once; the C
 module's copy (layout.h) builds its own `LAYOUT` from the enums it was
 compiled with, and `ripple_cli.codec.fast` refuses a module whose `LAYOUT` is
 not this one (ripple then runs on the pure-Python lane and says so).
@@ -63,6 +64,12 @@ REC_FIELDS = ("kind", "offset", "seq", "a", "b", "c")
 REC_WORDS = len(REC_FIELDS)
 RECORD_TYPECODE = "q"  # array typecode of a record word (int64 in C)
 
+# What the scanner writes for the envelopes it consumes (Scanner's `render`).
+RENDER_NONE = 0  # nothing: count them (verify)
+RENDER_SEXP = 1  # their canonical lines
+RENDER_JSON = 2  # their typed JSON objects, each without its head ({"v":1, then where it came from)
+RENDER_MODES: dict[str, int] = {"NONE": RENDER_NONE, "SEXP": RENDER_SEXP, "JSON": RENDER_JSON}
+
 # What the C module's `LAYOUT` must equal.
 LAYOUT: dict[str, object] = {
     "opcodes": OPCODES,
@@ -71,4 +78,5 @@ LAYOUT: dict[str, object] = {
     "record_kinds": RECORD_KINDS,
     "record_fields": REC_FIELDS,
     "record_word_bytes": array(RECORD_TYPECODE).itemsize,
+    "render_modes": RENDER_MODES,
 }

@@ -13,7 +13,12 @@ Layout (its numbers are layout.py's, which the C module is checked against):
     RECORD n (name-atom child)*n
     ENUM count first-atom          (the constructors' atoms are consecutive)
 Atoms are names printed once here, as `(text, quoted)`: the printer's
-space rule needs to know whether an atom went out quoted.
+space rule needs to know whether an atom went out quoted.  Each also has its
+typed JSON text, made by jsonview.dumps, the function the Python lane prints
+JSON with: a record field's name as an object key, an enum constructor as
+its value, and for a Patch constructor the name of its field (`"field"`).
+A schema whose JSON the C lane cannot write (a record naming a field twice,
+which a JSON object cannot hold) has none: its Deltas' JSON is Python's.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ from ripple_cli.codec.fast.layout import (
     PROG_ROW,
     PROGRAM_TYPECODE,
 )
-from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
+from ripple_cli.codec.jsonview import dumps
+from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema, text
 from ripple_cli.codec.values import zero_width
 from ripple_cli.sexp.write import atom_text, must_escape
 
@@ -54,11 +60,14 @@ class _Builder:
     def __init__(self) -> None:
         self.code: list[int] = [0] * HEADER_WORDS
         self.atoms: list[tuple[bytes, bool]] = []
+        self.json: list[bytes] = []
+        self.json_ok = True
 
-    def atoms_of(self, names: tuple[bytes, ...]) -> int:
-        """Consecutive atoms for `names`; the index of the first."""
+    def atoms_of(self, names: tuple[bytes, ...], json: tuple[bytes, ...]) -> int:
+        """Consecutive atoms for `names`, with their JSON texts; the index of the first."""
         first = len(self.atoms)
         self.atoms.extend((atom_text(n), must_escape(n)) for n in names)
+        self.json.extend(json)
         return first
 
     def node(self, t: FieldType) -> int:
@@ -71,23 +80,40 @@ class _Builder:
         elif isinstance(t, RecordOf):
             n = len(t.fields)
             self.code += [OP_RECORD, n] + [0, 0] * n
+            self.json_ok &= len({f.name for f in t.fields}) == n
             for i, f in enumerate(t.fields):
-                self.code[at + 2 + 2 * i] = self.atoms_of((f.name,))
+                self.code[at + 2 + 2 * i] = self.atoms_of((f.name,), (json_key(f.name),))
                 self.code[at + 3 + 2 * i] = self.node(f.typ)
         else:
             assert isinstance(t, EnumOf)
-            first = self.atoms_of(t.names)
+            first = self.atoms_of(t.names, tuple(json_value(n) for n in t.names))
             self.code += [OP_ENUM, len(t.names), first]
         return at
 
 
-def program_words(schema: Schema) -> tuple[bytes, tuple[tuple[bytes, bool], ...]]:
+def json_key(name: bytes) -> bytes:
+    """A record field's name as the key of its JSON object, quoted."""
+    obj = dumps({text(name): 0})
+    assert obj.startswith(b"{") and obj.endswith(b":0}")
+    return obj[1:-3]
+
+
+def json_value(name: bytes) -> bytes:
+    """A name as a JSON value (an enum constructor, a Patch's field)."""
+    return dumps(text(name))
+
+
+def program_words(
+    schema: Schema,
+) -> tuple[bytes, tuple[tuple[bytes, bool], ...], tuple[bytes, ...] | None]:
     """The arguments of `_speedups.Program` for a schema."""
     b = _Builder()
     b.code[PROG_KEY] = b.node(schema.key)
     b.code[PROG_ROW] = b.node(RecordOf(schema.fields))
-    b.code[PROG_CTORS] = b.atoms_of(tuple(ctor_name(f.name) for f in schema.fields))
-    return array(PROGRAM_TYPECODE, b.code).tobytes(), tuple(b.atoms)
+    b.code[PROG_CTORS] = b.atoms_of(
+        tuple(ctor_name(f.name) for f in schema.fields), tuple(json_value(f.name) for f in schema.fields)
+    )
+    return array(PROGRAM_TYPECODE, b.code).tobytes(), tuple(b.atoms), tuple(b.json) if b.json_ok else None
 
 
 def _has_empty_list(t: FieldType) -> bool:
@@ -114,8 +140,8 @@ def compile_program(schema: Schema) -> Program | None:
     if accel is None or _has_empty_list(schema.key) or any(_has_empty_list(f.typ) for f in schema.fields):
         return None
     try:
-        code, atoms = program_words(schema)
-        prog: Program = accel.Program(code, atoms)
+        code, atoms, json = program_words(schema)
+        prog: Program = accel.Program(code, atoms, json)
     except (ValueError, OverflowError):
         return None
     return prog

@@ -205,8 +205,12 @@ sx_int(Out *o, int64_t v)
 static const double pow10_table[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
                                      1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
 
+/* The decimal D of x as above, in fixed point, into `text` (48 bytes);
+ * `dot_zero`: a whole number ends in ".0" (Python's repr) rather than
+ * nothing (%G).  Its length, or 0 when x is not such a decimal.  Shared by
+ * the sexp and JSON printers (jsonout.h). */
 static int
-sx_float_short(Out *o, double x)
+float_decimal(double x, char *text, int dot_zero)
 {
     double a = fabs(x);
     if (!(a >= 1e-4 && a < 1e15))
@@ -222,7 +226,7 @@ sx_float_short(Out *o, double x)
             u /= 10;
             k--;
         }
-        char digits[20], text[48];
+        char digits[20];
         int d = 0;
         do {
             digits[d++] = (char)('0' + u % 10);
@@ -240,6 +244,10 @@ sx_float_short(Out *o, double x)
                 for (int i = k - 1; i >= 0; i--)
                     *t++ = digits[i];
             }
+            else if (dot_zero) {
+                *t++ = '.';
+                *t++ = '0';
+            }
         }
         else {
             *t++ = '0';
@@ -249,10 +257,19 @@ sx_float_short(Out *o, double x)
             for (int i = d - 1; i >= 0; i--)
                 *t++ = digits[i];
         }
-        sx_plain(o, text, (size_t)(t - text));
-        return 1;
+        return (int)(t - text);
     }
     return 0;
+}
+
+static int
+sx_float_short(Out *o, double x)
+{
+    char text[48];
+    int n = float_decimal(x, text, 0);
+    if (n)
+        sx_plain(o, text, (size_t)n);
+    return n != 0;
 }
 
 /* sexp_of_float, as float_atom in ripple_cli/sexp/tree.py.  -1 with a

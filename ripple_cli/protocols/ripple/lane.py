@@ -30,10 +30,20 @@ from itertools import islice
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ripple_cli.codec.fast.layout import REC_BEFORE_SCHEMA, REC_DUPLICATE, REC_SEQ_ORDER, REC_WORDS, RECORD_TYPECODE
+from ripple_cli.codec.fast.layout import (
+    REC_BEFORE_SCHEMA,
+    REC_DUPLICATE,
+    REC_SEQ_ORDER,
+    REC_WORDS,
+    RECORD_TYPECODE,
+    RENDER_JSON,
+    RENDER_NONE,
+    RENDER_SEXP,
+)
 from ripple_cli.codec.fast.program import compile_program
 from ripple_cli.codec.messages import TYPE_NAMES, DeltaMode
 from ripple_cli.codec.problems import Problem
+from ripple_cli.protocols.base import ANYTHING, LaneKind, Prefilter
 from ripple_cli.protocols.item import Run
 from ripple_cli.protocols.ripple.rules import (
     UNKNOWN_WORKER,
@@ -62,7 +72,10 @@ class LaneRun(Run):
     messages: int
     size: int  # bytes of the envelopes
     by_tag: tuple[int, ...]  # messages of each type tag 0..5
-    text: bytes  # their canonical lines, one per message (LaneKind.SEXP), else b""
+    # One line per message: their canonical lines (LaneKind.SEXP), or their
+    # JSON objects after the head (LaneKind.JSON: render/json.py adds it); else b"".
+    text: bytes
+    lines: int  # in text: the messages shown (all of them, unless a selection passed over some)
     records: array[int]  # stream-rule problems, REC_WORDS each (codec/fast/layout.py)
     names: list[Any]  # fingerprints and (worker, output) keys the records point to
 
@@ -90,8 +103,8 @@ class LaneRun(Run):
                 yield gap_problem(offset, seq, names[a], c, b)
 
     def first_lines(self, n: int) -> bytes:
-        """The first n canonical lines (a line never holds a newline: atoms
-        escape it)."""
+        """The first n lines (a line never holds a newline: atoms and JSON
+        strings escape it)."""
         end = -1
         for _ in range(n):
             end = self.text.index(b"\n", end + 1)
@@ -133,6 +146,28 @@ class _Resolver:
 
 _UNCOMPILED: Any = object()
 
+_RENDER = {
+    LaneKind.COUNT: RENDER_NONE,
+    LaneKind.SEXP: RENDER_SEXP,
+    LaneKind.JSON: RENDER_JSON,
+    LaneKind.SELECT: RENDER_NONE,
+}
+
+
+def _select(kind: LaneKind, pre: Prefilter) -> dict[str, Any]:
+    """The scanner's arguments for a selecting lane: the type tags that may
+    pass, and the outputs and key texts a Delta must have (None: any)."""
+    if kind is LaneKind.COUNT or not pre.constrains:
+        return {}
+    # A lane that writes (SEXP, JSON) writes the messages that pass: the
+    # selection must be exactly its conditions (render/show.py asks so).
+    assert kind is LaneKind.SELECT or pre.exact
+    tags = sum(1 << tag for tag, name in TYPE_NAMES.items() if pre.types is None or name in pre.types)
+    outputs = None if pre.outputs is None else tuple(sorted(pre.outputs))
+    keys = None if pre.keys is None else tuple(sorted(pre.keys))
+    exact = kind is not LaneKind.SELECT
+    return {"select": True, "exact": exact, "tags": tags, "outputs": outputs, "keys": keys}
+
 
 class Lane:
     def __init__(
@@ -142,7 +177,8 @@ class Lane:
         registry: SchemaRegistry,
         deltas: DeltaMode,
         checker: SequenceChecker | None,
-        render: bool,
+        kind: LaneKind,
+        prefilter: Prefilter = ANYTHING,
     ) -> None:
         self.frames = frames
         self.checker = checker
@@ -152,11 +188,13 @@ class Lane:
         # garbage collection, so a cycle through it would be freed anyway.
         self._scanner = accel.Scanner(
             max_payload=frames.max_payload,
-            render=render,
+            render=_RENDER[kind],
             raw=self.raw,
             rules=checker is not None,
             resolve=_Resolver(registry, self.raw),
+            **(select := _select(kind, prefilter)),
         )
+        self._selecting = bool(select)
         self._skip = 0
         self._backoff = 1
         self._resumes_at = -1  # stream offset where the last run stopped
@@ -194,4 +232,6 @@ class Lane:
         records: array[int] = array(RECORD_TYPECODE)
         if recs:
             records.frombytes(recs)
-        return LaneRun(base + pos, base + end, messages, nbytes, by_tag, text or b"", records, names)
+        text = text or b""
+        lines = text.count(b"\n") if self._selecting else messages if text else 0
+        return LaneRun(base + pos, base + end, messages, nbytes, by_tag, text, lines, records, names)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ripple_cli.codec.fast import speedups
-from ripple_cli.protocols.base import DissectOptions, LaneKind, StreamDissector
+from ripple_cli.protocols.base import DissectOptions, StreamDissector
 from ripple_cli.protocols.item import Item
 from ripple_cli.protocols.ripple.decoder import Event, Message, StreamDecoder
 from ripple_cli.protocols.ripple.lane import Lane, LaneRun
@@ -24,8 +24,9 @@ class RippleStream(StreamDissector):
         self.lane: Lane | None = None
         if options.lane is not None and (accel := speedups()) is not None:
             d = self.decoder
-            render = options.lane is LaneKind.SEXP
-            self.lane = Lane(accel, d.frames, d.messages.registry, options.deltas, self.checker, render)
+            self.lane = Lane(
+                accel, d.frames, d.messages.registry, options.deltas, self.checker, options.lane, options.prefilter
+            )
         # Step by step when the rules are checked (each message is observed
         # before the next is decoded, so a Delta is judged with the schemas
         # known at its place in the stream) or with a fast lane.
