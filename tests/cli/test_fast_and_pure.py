@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ripple_cli.codec.fast import speedups
 from ripple_cli.protocols.ripple.lane import Lane
@@ -189,3 +191,52 @@ def test_export_and_stats_agree(
         tables[lane] = {str(p.relative_to(out)): pq.read_table(p).to_pylist() for p in sorted(out.rglob("*.parquet"))}
     assert rows["fast"] == rows["pure"] and rows["fast"]
     assert tables["fast"] == tables["pure"] and tables["fast"]
+
+
+# ---------------------------------------------------------------- selections, at random
+
+# Tests the lane reads a condition from (type, output, key equalities and
+# sets, text and number literals) and tests it cannot (other fields,
+# inequalities, `contains`), to be combined with and, or, not, parentheses:
+# whatever the filter, the lane may pass over only what it cannot choose,
+# and writes the chosen lines itself only when the filter is exactly its
+# conditions.  The demo's keys: AAPL, MSFT... (vwap), ((symbol V)(venue
+# BATS)) (book), numbers (trades, positions), raw bytes (orders, undeclared).
+_TESTS = [
+    "type == Delta",
+    "type == Heartbeat",
+    "type in {Delta, Checkpoint_ack}",
+    "type != Delta",
+    'output == "vwap"',
+    'output in {"book", "trades"}',
+    'output != "vwap"',
+    'key == "BRK.B"',
+    'key == "((symbol V)(venue BATS))"',
+    'key in {"MSFT", "V", "0x0c4f52442d3334363934343839"}',
+    "key == 7075368050",
+    'key contains "A"',
+    "seq > 150",
+    "field.price > 300",
+    "delta == patch",
+]
+
+
+def _filters() -> st.SearchStrategy[str]:
+    def combine(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.tuples(inner, st.sampled_from([" and ", " or ", " && ", " || "]), inner).map("".join),
+            inner.map(lambda f: f"not {f}"),
+            inner.map(lambda f: f"({f})"),
+        )
+
+    return st.recursive(st.sampled_from(_TESTS), combine, max_leaves=4)
+
+
+@pytest.mark.skipif(not FAST, reason="the C fast lane is off (not built here, or RIPPLE_PURE)")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_filters(), st.sampled_from(["sexp", "jsonl"]), st.sampled_from(["demo", "capture"]))
+def test_any_filter_chooses_as_the_pure_lane(
+    inputs: dict[str, Path], monkeypatch: pytest.MonkeyPatch, text: str, fmt: str, name: str
+) -> None:
+    fast, pure = _both(["decode", "-F", fmt, "-Y", text, str(inputs[name])], monkeypatch)
+    assert (fast.code, fast.stderr, fast.stdout) == (pure.code, pure.stderr, pure.stdout)
