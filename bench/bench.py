@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import hashlib
+import json
 import os
 import platform
 import random
@@ -69,7 +70,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OCAML_SRC = ROOT / "tests" / "interop" / "ocaml"
 WORK = ROOT / ".bench"
 NETPEER = ROOT / "bench" / "netpeer.py"
-WORKLOADS = ("verify", "decode", "jsonl", "select", "4k", "pcap", "storm", "tap", "memory")
+WORKLOADS = ("verify", "decode", "jsonl", "select", "4k", "pcap", "storm", "hostile", "tap", "memory")
 # `decode -Y` selecting a few percent of the stream: one symbol's Deltas
 # (the generator's vwap keys are twelve symbols; 2.9% of the messages).
 SELECT_KEY = b"AMZN"
@@ -219,6 +220,51 @@ def measure(
         if stdout_path:
             out.close()  # type: ignore[union-attr]
     return Measured(best, rss)
+
+
+# Issue 15's classes of hostile input (tests/hostile/bombs.py builds them),
+# each against a clean input of its kind: (name, file, what it is, clean one).
+HOSTILE = (
+    ("list bomb", "hostile-listbomb.ripple", "a Delta of lists of empty records claiming every byte", "clean"),
+    ("many schemas", "hostile-schemas.ripple", "a Handshake of 100,000 schemas", "clean"),
+    ("resync", "hostile-headers.ripple", "8 MiB of headers each claiming 1 MiB, no valid CRC", "clean"),
+    ("inflate", "hostile-lumberjack.lj", "Lumberjack C frames of 20,000 JSON events each, per KB inflated", "clean"),
+    ("connections", "hostile-conns.pcap", "20,000 short connections of one Heartbeat each", "clean.pcap"),
+)
+HOSTILE_RATIO = 10.0  # "within a small constant of a clean input's time per byte"
+HOSTILE_RSS_MB = 512.0
+
+
+def write_hostile(work: Path, clean: Path) -> None:
+    """The hostile inputs, and a one-connection capture of `clean` (run in a
+    child, --write-hostile: the builders' memory must not raise the peak RSS
+    the measured children inherit, see `measure`)."""
+    sys.path.insert(0, str(ROOT))
+    from ripple_cli.codec.envelope import build_envelope
+    from ripple_cli.codec.messages import FIXED_FINGERPRINTS, HEARTBEAT, Heartbeat, write_payload
+    from ripple_cli.protocols.lumberjack.wire import Json, encode_frame
+    from tests.hostile.bombs import claiming_headers, many_schemas, nested_list_bomb
+    from tests.hostile.test_lumberjack_bombs import EVENTS, SMALL_ARRAYS, compressed_events
+    from tests.replay.pcap import Connection, build_pcap
+
+    beat = build_envelope(HEARTBEAT, 1, 0, FIXED_FINGERPRINTS[HEARTBEAT], write_payload(Heartbeat(b"w", 1, 0.5)))
+    inputs = {
+        "hostile-listbomb.ripple": lambda: nested_list_bomb(1 << 20),
+        "hostile-schemas.ripple": lambda: many_schemas(100_000),
+        "hostile-headers.ripple": lambda: claiming_headers(8 << 20, claim=1 << 20),
+        "hostile-lumberjack.lj": lambda: compressed_events(8),
+        "hostile-conns.pcap": lambda: build_pcap(
+            [Connection(beat, b"", 20000 + i) for i in range(20_000)], gap_s=0.0001
+        ),
+        "hostile-clean.pcap": lambda: build_pcap([Connection(clean.read_bytes())], gap_s=0.0001),
+    }
+    for name, build in inputs.items():
+        if not (work / name).exists():
+            (work / name).write_bytes(build())
+    # The bytes a row counts: its file's, but a compressed one's once inflated.
+    sizes = {name: (work / name).stat().st_size for name in inputs}
+    sizes["hostile-lumberjack.lj"] = 8 * EVENTS * len(encode_frame(Json(2, 1, SMALL_ARRAYS)))
+    (work / "hostile-sizes.json").write_text(json.dumps(sizes))
 
 
 def count_lines(path: Path, needle: bytes | None = None) -> int:
@@ -539,6 +585,7 @@ def main() -> int:
     ap.add_argument("--write-4k", type=Path, help=argparse.SUPPRESS)  # generate_4k's child
     ap.add_argument("--capture-child", nargs=3, help=argparse.SUPPRESS)  # capture_pcap's child
     ap.add_argument("--write-storm", nargs=4, help=argparse.SUPPRESS)  # write_storm's child
+    ap.add_argument("--write-hostile", type=Path, help=argparse.SUPPRESS)  # write_hostile's child
     args = ap.parse_args()
     if args.write_storm:
         src, clean, storm, seed = args.write_storm
@@ -546,6 +593,9 @@ def main() -> int:
         return 0
     if args.write_4k:
         write_4k(args.write_4k, args.count_4k, args.seed)
+        return 0
+    if args.write_hostile:
+        write_hostile(WORK, args.write_hostile)
         return 0
     if args.capture_child:
         out, stream_path, where = args.capture_child
@@ -713,6 +763,35 @@ def main() -> int:
         same = same_file(out_s, out_c)
         ok &= same
         notes.append(f"storm decoded to the same lines as its clean third: {'yes' if same else 'NO'}")
+
+    if "hostile" in only:
+        clean = generate(tools, 62_500, args.seed)  # about 8 MB, as the largest hostile input
+        sh([sys.executable, __file__, "--write-hostile", str(clean)], cwd=ROOT)
+        empty = WORK / "empty.ripple"
+        empty.write_bytes(b"")
+        startup = measure([*ripple, "decode", str(empty)], repeat=3).seconds
+
+        sizes = json.loads((WORK / "hostile-sizes.json").read_text())
+
+        def per_kb(path: Path, env: dict[str, str] | None = None) -> Measured:
+            """Seconds per KB past start-up (in `seconds`), and the peak RSS."""
+            m = measure([*ripple, "decode", str(path)], WORK / "hostile.out", args.repeat, env)
+            kb = sizes.get(path.name, path.stat().st_size) / 1024
+            return Measured(max(m.seconds - startup, 1e-6) / kb, m.rss_mb)
+
+        cleans = {"clean": per_kb(clean), "clean.pcap": per_kb(WORK / "hostile-clean.pcap")}
+        clean_pure = per_kb(clean, pure_env)
+        for name, file, what, against in HOSTILE:
+            m, ref = per_kb(WORK / file), cleans[against]
+            ratio = m.seconds / ref.seconds
+            met = ratio <= HOSTILE_RATIO and m.rss_mb <= HOSTILE_RSS_MB
+            rows.append(Row(f"hostile: {name} (us/KB)", m.seconds * 1e6, ref.seconds * 1e6, "<=10x", met, fmt=",.1f"))
+            notes.append(f"hostile: {name}: {what}; peak RSS {m.rss_mb:.0f} MB (at most {HOSTILE_RSS_MB:.0f})")
+        notes.append(
+            f"hostile: decode time per KB past start-up ({startup * 1000:.0f} ms), against a clean stream of "
+            f"{clean.stat().st_size / 1e6:.1f} MB (a capture of it, for the connections row) on the C lane; "
+            f"the clean stream on the pure-Python lane: {clean_pure.seconds * 1e6:,.1f} us/KB"
+        )
 
     if "tap" in only:
         request = WORK / "heartbeat.ripple"
