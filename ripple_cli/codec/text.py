@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ripple_cli.codec.envelope import Frame, build_envelope
+from ripple_cli.codec.fast import speedups
 from ripple_cli.codec.messages import (
     TAG_BY_NAME,
     TYPE_NAMES,
@@ -153,8 +154,11 @@ def envelope_to_sexp(f: Frame, body: Body, lazy: bool = False) -> Sexp:
 
 
 def envelope_to_line(f: Frame, body: Body) -> bytes:
-    """The canonical one-line form, without the newline."""
-    return to_string(envelope_to_sexp(f, body, lazy=True))
+    """The canonical one-line form, without the newline (printed by the C
+    module when it is there: the same bytes, tested both ways)."""
+    accel = speedups()
+    tree = envelope_to_sexp(f, body, lazy=True)
+    return accel.to_string(tree) if accel is not None else to_string(tree)
 
 
 # ------------------------------------------------------------- reading text

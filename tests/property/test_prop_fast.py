@@ -28,6 +28,7 @@ from ripple_strategies import (
     schemas,
     values,
 )
+from test_prop_sexp import trees
 from test_prop_stream import damaged_streams
 
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamStart
@@ -137,6 +138,26 @@ decimal_floats = st.one_of(
     st.tuples(st.integers(-(10**6), 10**6), st.integers(0, 8)).map(lambda t: t[0] / 10 ** t[1]),
     st.sampled_from([1e-4, 9.999999999999999e-05, 1e15, 999999999999999.9, 0.5, 2.5, 0.29, 1e-5, 5e-324]),
 )
+
+
+@prop(400)
+@given(trees)
+def test_to_string_matches(t: Any) -> None:
+    """The C printer of Python trees (lines the lane does not write itself)."""
+    assert accel is not None
+    assert accel.to_string(t) == to_string(t)
+    assert accel.to_string(iter([t, [t]])) == to_string([t, [t]])  # any iterable node (text.py's lazy ones)
+
+
+def test_to_string_of_deep_trees_is_a_recursion_error_not_a_crash() -> None:
+    assert accel is not None
+    deep: Any = b"x"
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        accel.to_string(deep)
+    with pytest.raises(TypeError):
+        accel.to_string(7)
 
 
 @prop(400)

@@ -1929,7 +1929,54 @@ py_float_atom(PyObject *Py_UNUSED(mod), PyObject *arg)
     return text_result(&o, sx_float(&o, x) ? -2 : 0);
 }
 
+/* sexp/write.py's to_string of a Python tree (bytes atoms, lists, or any
+ * iterable node such as text.py's lazy Handshake schemas), by the same
+ * printer as the lane's lines: the Python printer costs a call per node,
+ * and a line the lane declines (a Handshake of many schemas, a message a
+ * selection leaves to Python) spent most of its time there (perf). */
+static int
+tree_out(Out *o, PyObject *t)
+{
+    if (PyBytes_Check(t)) {
+        sx_atom(o, (const uint8_t *)PyBytes_AS_STRING(t), (size_t)PyBytes_GET_SIZE(t));
+        return 0;
+    }
+    if (Py_EnterRecursiveCall(" in to_string"))
+        return -1;
+    int rc = 0;
+    sx_open(o);
+    if (PyList_Check(t)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(t) && !rc; i++)
+            rc = tree_out(o, PyList_GET_ITEM(t, i));
+    }
+    else {
+        PyObject *it = PyObject_GetIter(t), *x;
+        if (!it)
+            rc = -1;
+        else {
+            while (!rc && (x = PyIter_Next(it)) != NULL) {
+                rc = tree_out(o, x);
+                Py_DECREF(x);
+            }
+            if (!rc && PyErr_Occurred())
+                rc = -1;
+            Py_DECREF(it);
+        }
+    }
+    sx_close(o);
+    Py_LeaveRecursiveCall();
+    return rc;
+}
+
+static PyObject *
+py_to_string(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    Out o = {0};
+    return text_result(&o, tree_out(&o, arg) ? -2 : 0);
+}
+
 static PyMethodDef module_methods[] = {
+    {"to_string", py_to_string, METH_O, "sexplib's one-line printer of a tree of bytes and lists."},
     {"crc32c", py_crc32c, METH_O, "CRC-32C of a buffer (the instruction when the CPU has it)."},
     {"crc32c_shift", py_crc32c_shift, METH_VARARGS, "crc32c_shift(crc, n): the register past n zero bytes."},
     {"crc32c_table", py_crc32c_table, METH_O, "CRC-32C by the slicing-by-8 table (the fallback)."},
