@@ -422,14 +422,19 @@ def _lower_priority(nice: int) -> None:
 
 
 def _take_sigterm(handler: Callable[[int, object], None]) -> Callable[[], None]:
-    """Installs `handler` for SIGTERM; returns what puts the previous one
-    back.  Off the main thread (where Python cannot install one) nothing."""
+    """Installs `handler` for SIGTERM, and Ctrl-C's KeyboardInterrupt for
+    SIGINT even where it came ignored (Python then leaves it ignored): a
+    background job of a shell script starts so, and `kill -INT` must still
+    stop the tap.  Returns what puts the previous ones back.  Off the main
+    thread (where Python cannot install one) nothing."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = signal.signal(signal.SIGTERM, handler)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def restore() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous_int is None else previous_int)
 
     return restore
 

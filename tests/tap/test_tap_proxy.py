@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 
 import pytest
@@ -214,6 +214,31 @@ def test_sigterm_stops_the_tap_like_ctrl_c_with_its_summary_and_exit_143(tmp_pat
         summary
         == f"ripple: tap: 1 connection, {len(lines)} messages, 0 problems; 0 messages not shown, 0 bytes not decoded"
     )
+
+
+def test_kill_int_stops_a_tap_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A shell script's background job (`ripple tap ... &`) starts with
+    SIGINT ignored, as does anything a process that ignores it starts:
+    `kill -INT` must still stop the tap as Ctrl-C does, exit 130."""
+    request = ripple_stream(seed=29, size=20_000)
+
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["got"] = recv_all(conn)
+
+    port, result = serve_once(upstream)
+    with ExitStack() as stack:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the tap started here
+        try:
+            tap = stack.enter_context(run_tap(_proxy_args(port, "--format", "sexp"), tmp_path))
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        with socket.create_connection(("127.0.0.1", tap.port)) as c:
+            c.sendall(request)
+            c.shutdown(socket.SHUT_WR)
+            recv_all(c)
+        wait_for(lambda: "done" in result, what="the upstream")
+        assert tap.interrupt() == 130
+    assert tap.stdout().splitlines() == decode_lines(request, tmp_path)
 
 
 def _exited(pid: int) -> bool:
