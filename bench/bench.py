@@ -18,6 +18,12 @@ Workloads (--only takes these names):
             lists, enums and options)
   decode    `ripple decode --format sexp FILE > out` vs OCaml ripple_read -o out (typed
             bin_prot decode + sexplib one-line printing), msgs/s; outputs compared byte for byte
+  jsonl     `ripple decode --format jsonl FILE > out` vs the same ripple_read, msgs/s; one
+            object a message
+  table     `ripple decode --format table FILE > out` (a file: every cell whole) vs the same
+            ripple_read, msgs/s; one row a message
+  select    `ripple decode -Y 'type == Delta and key == "AMZN"'` (about 3% chosen) vs the same
+            ripple_read, msgs/s; the chosen messages are those of OCaml's text with that key
   4k        `ripple verify` of a 1 GiB stream of 4 KiB Deltas (full-depth book/v4 snapshots,
             about a thousand values each, written by ripple's own encoder), GB/s, vs ripple_walk
   pcap      `ripple decode --format sexp` of a capture of the --count stream vs `tshark -r` of
@@ -30,6 +36,9 @@ Workloads (--only takes these names):
             workload's capture, every packet seen three times: the copies up to four packets
             later, across directions) vs the same decode of its clean third: within 3x of its
             time, and peak RSS flat (duplicates are trimmed, not held)
+  hostile   issue 15's classes of hostile input (a list bomb, 100,000 schemas, headers
+            claiming 1 MiB, inflating Lumberjack frames, 20,000 connections): decode's time
+            per KB against a clean input of their kind (within 10x), and peak RSS (512 MB)
   tap       `ripple tap --listen --upstream` (proxy mode, printing sexp) vs socat relaying the
             same: MB/s of the --count stream through it, and the p99 round trip of a small
             request/response (one Heartbeat envelope, echoed) minus the direct one's;
@@ -70,7 +79,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OCAML_SRC = ROOT / "tests" / "interop" / "ocaml"
 WORK = ROOT / ".bench"
 NETPEER = ROOT / "bench" / "netpeer.py"
-WORKLOADS = ("verify", "decode", "jsonl", "select", "4k", "pcap", "storm", "hostile", "tap", "memory")
+WORKLOADS = ("verify", "decode", "jsonl", "table", "select", "4k", "pcap", "storm", "hostile", "tap", "memory")
 # `decode -Y` selecting a few percent of the stream: one symbol's Deltas
 # (the generator's vwap keys are twelve symbols; 2.9% of the messages).
 SELECT_KEY = b"AMZN"
@@ -648,8 +657,8 @@ def main() -> int:
         d_r = measure([*ripple, "decode", "--format", "sexp", str(stream)], out_r, args.repeat)
         d_p = pure([*ripple, "decode", "--format", "sexp", str(stream)], WORK / "decode.pure.sexp")
     out_o = WORK / "decode.ocaml.sexp"
-    d_o = None  # OCaml's typed decode and sexplib print: the anchor of decode, jsonl and select
-    if only & {"decode", "jsonl", "select"}:
+    d_o = None  # OCaml's typed decode and sexplib print: the anchor of decode, jsonl, table and select
+    if only & {"decode", "jsonl", "table", "select"}:
         d_o = measure([str(tools / "ripple_read"), "-o", str(out_o), str(stream)], repeat=args.repeat)
     if "decode" in only and d_r and d_o:
         same = same_file(out_r, out_o)
@@ -664,20 +673,24 @@ def main() -> int:
         text = f"decode output identical to OCaml's sexplib text: {'yes' if same else 'NO'}"
         notes.append(text + (f" (pure Python path: {'yes' if same_pure else 'NO'})" if args.with_pure else ""))
 
-    if "jsonl" in only and d_o:
-        out_j = WORK / "decode.ripple.jsonl"
-        j_r = measure([*ripple, "decode", "--format", "jsonl", str(stream)], out_j, args.repeat)
-        j_p = pure([*ripple, "decode", "--format", "jsonl", str(stream)], WORK / "decode.pure.jsonl")
-        ratio = d_o.seconds / j_r.seconds
-        pure_rate = n / j_p.seconds if j_p else None
-        rows.append(
-            Row("decode --format jsonl (msgs/s)", n / j_r.seconds, n / d_o.seconds, "1.0x", ratio >= 1.0, pure_rate)
-        )
-        lines = count_lines(out_j)
+    # decode to a file in other formats, against the same anchor: (format,
+    # goal, lines besides one a message, what a message's line is)
+    formats = (("jsonl", 1.0, 0, "objects"), ("table", 0.5, 2, "rows"))  # a table: its header and rule
+    for fmt, goal, extra, what in formats if d_o else ():
+        if fmt not in only:
+            continue
+        out_f, pure_f = WORK / f"decode.ripple.{fmt}", WORK / f"decode.pure.{fmt}"
+        f_r = measure([*ripple, "decode", "--format", fmt, str(stream)], out_f, args.repeat)
+        f_p = pure([*ripple, "decode", "--format", fmt, str(stream)], pure_f)
+        ratio = d_o.seconds / f_r.seconds
+        pure_rate = n / f_p.seconds if f_p else None
+        label = f"decode --format {fmt} (msgs/s)"
+        rows.append(Row(label, n / f_r.seconds, n / d_o.seconds, f"{goal}x", ratio >= goal, pure_rate))
+        lines = count_lines(out_f) - extra
         ok &= lines == n
-        text = f"decode --format jsonl: {lines:,} objects, one a message: {'yes' if lines == n else 'NO'}"
-        if j_p:
-            same_pure = same_file(out_j, WORK / "decode.pure.jsonl")
+        text = f"decode --format {fmt}: {lines:,} {what}, one a message: {'yes' if lines == n else 'NO'}"
+        if f_p:
+            same_pure = same_file(out_f, pure_f)
             ok &= same_pure
             text += f"; pure Python path identical: {'yes' if same_pure else 'NO'}"
         notes.append(text)

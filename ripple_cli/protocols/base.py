@@ -54,10 +54,12 @@ class LaneKind(Enum):
     COUNT = "count"  # count them and check the stream rules (verify, --list-streams)
     SEXP = "sexp"  # also write their canonical lines (decode --format sexp)
     JSON = "json"  # also write their typed JSON objects, each after its head (decode --format json, jsonl)
+    TABLE = "table"  # also write their table cells (decode --format table): Run.table_rows
     # Consume those that fail the options' Prefilter (counted, not shown),
     # and leave those that may pass to the dissector's Python decoder
     # (decode, tap with --type/--output/--key/-Y).  With SEXP or JSON and
-    # an exact Prefilter, the lane writes those that pass instead.
+    # an exact Prefilter, the lane writes those that pass instead (SEXP,
+    # JSON or TABLE).
     SELECT = "select"
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ripple_cli.codec.problems import Problem
 
@@ -102,6 +102,24 @@ class Decoded(Protocol):
         ...
 
 
+class TableRow(NamedTuple):
+    """A message's table cells as a fast lane wrote them (LaneKind.TABLE):
+    `Cells` as text, each cell escaped as the table shows it
+    (render/columns.py's `escaped`)."""
+
+    protocol: str
+    offset: str
+    seq: str
+    time: str  # the message's own time, as a time of day
+    type: str
+    short_type: str
+    style: str  # the type's colour (Dissector.type_styles)
+    schema: str
+    output: str
+    key: str
+    summary: str
+
+
 class Run:
     """Consecutive whole messages of one stream that a fast lane decoded at
     once (not to be changed).  A base class, not a Protocol, so that the
@@ -114,8 +132,9 @@ class Run:
     messages: int
     size: int  # bytes on the wire
     # What the lane wrote, a line (ending in a newline) per message shown:
-    # their canonical lines (LaneKind.SEXP) or their JSON objects after the
-    # head (LaneKind.JSON); else b"".  Under a selection, only the chosen
+    # their canonical lines (LaneKind.SEXP), their JSON objects after the
+    # head (LaneKind.JSON) or their table cells (LaneKind.TABLE: read them
+    # with `table_rows`); else b"".  Under a selection, only the chosen
     # messages' (`lines` of them).
     text: bytes
     lines: int
@@ -134,6 +153,10 @@ class Run:
 
     def first_lines(self, n: int) -> bytes:
         """The first n lines of `text`."""
+        raise NotImplementedError
+
+    def table_rows(self, limit: int | None = None) -> list[TableRow]:
+        """The rows of a LaneKind.TABLE run's text (only the first `limit`)."""
         raise NotImplementedError
 
 

@@ -1,16 +1,18 @@
 """A rich table: the default for a person at a terminal.
 
-Rows are printed in batches (every input pause, or every 200 rows) so that
-a long or live stream shows as it goes.  On a terminal the first batch
+Rows are printed in batches of 200 (and, from a live input, at every
+pause) so that a long or live stream shows as it goes.  On a terminal the first batch
 fits the columns to the line (render/columns.py) and later batches keep
 those widths, under one header; in a pipe every cell is whole and a
 column only ever widens.
 
-The first batch of a file is its first 200 rows, or all of them when
-there are fewer, whatever pauses the reading makes: the layout and the
-widths are then the same for the same messages however their bytes were
-segmented.  A live input (a pipe, the tap) shows its rows at every pause
-instead, the first batch fitted to what came.
+A file's batches are its rows 200 at a time (the last one shorter),
+whatever pauses the reading makes: the layout and the widths are then the
+same for the same messages however their bytes were segmented and however
+fast they were decoded (the pauses are timed: pipeline.FLUSH_EVERY).  A
+live input (a pipe, the tap) shows its rows at every pause instead, the
+first batch fitted to what came.  A fast lane's rows (LaneKind.TABLE) go
+into the same batches as messages one by one would.
 """
 
 from __future__ import annotations
@@ -19,13 +21,30 @@ from rich.text import Text
 
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols import registry
-from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.item import Decoded, Run, TableRow
 from ripple_cli.protocols.origin import Origin
-from ripple_cli.render.base import NoRuns, View
-from ripple_cli.render.columns import Column, Trimmed, cell, fit, kept, line_width, make_console, measure, table
+from ripple_cli.render.base import View
+from ripple_cli.render.columns import (
+    Column,
+    PlainRows,
+    Trimmed,
+    cut,
+    escaped,
+    fit,
+    kept,
+    line_width,
+    make_console,
+    plain_widths,
+    table,
+)
 from ripple_cli.terminal.environment import Environment
 
 _BATCH = 200
+
+# A row: its cells' texts, escaped (columns.escaped), and the styles of the
+# cells that have one, by index.
+Row = tuple[tuple[str, ...], tuple[tuple[int, str], ...]]
 
 
 def type_style(msg: Decoded) -> str:
@@ -40,12 +59,14 @@ def time_of_day(ns: int) -> str:
     return f"{h:02d}:{rem // 60:02d}:{rem % 60:02d}.{frac // 1000:06d}"
 
 
-class TableRenderer(NoRuns):
+class TableRenderer:
     """Two layouts, chosen at the first batch and kept (one header): the
     envelope layout (seq, envelope time, schema, output, key) when its
     messages all have an envelope seq (Ripple's), or it holds only
     problems; else the protocols' layout (capture time, protocol, a wide
     type), where every message fits and says its protocol."""
+
+    lane = LaneKind.TABLE
 
     def __init__(self, env: Environment, view: View | None = None) -> None:
         self.env = env
@@ -53,9 +74,10 @@ class TableRenderer(NoRuns):
         self.show_connection = view.connection
         self.live = view.live
         self.console, self._stream = make_console(env)
-        self._items: list[tuple[Origin, Decoded | Problem]] = []
+        self._items: list[tuple[Origin, TableRow | Decoded | Problem]] = []
         self._protocols: bool | None = None  # the layout, once chosen
-        self._header_done = False
+        self._header_done = False  # the first row is on its way to rich, with the header
+        self._drawn_header = False
         self._widths: list[int | None] | None = None
 
     def _columns(self) -> list[Column]:
@@ -92,76 +114,92 @@ class TableRenderer(NoRuns):
         if len(self._items) >= _BATCH:
             self._print()
 
+    def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
+        rows = run.table_rows(limit)
+        items = self._items
+        at = 0
+        while at < len(rows):  # the batches that messages one by one would make
+            take = max(1, _BATCH - len(items))
+            items.extend((origin, row) for row in rows[at : at + take])
+            at += take
+            if len(items) >= _BATCH:
+                self._print()
+
     def problem(self, origin: Origin, problem: Problem) -> None:
         self._items.append((origin, problem))
         if len(self._items) >= _BATCH and self._header_done:  # a run of problems is not held whole
             self._print()
 
-    def _row(self, origin: Origin, item: Decoded | Problem) -> tuple[Text, ...]:
+    def _row(self, origin: Origin, item: TableRow | Decoded | Problem) -> Row:
+        """The row's cells, escaped, and the styles of those that have one."""
         conn = self._conn(origin)
+        at = len(conn)
+        if isinstance(item, TableRow):  # a lane's cells, escaped already
+            if self._protocols:
+                what = " ".join(x for x in (item.output, item.key, item.summary) if x)
+                at_time = item.time if origin.time_ns is None else time_of_day(origin.time_ns)
+                texts = (*conn, item.offset, at_time, item.protocol, item.type, cut(f"#{item.seq} {what}"))
+                return texts, ((at + 3, item.style),)
+            # offset, seq, time, short_type; schema, output, key, summary
+            texts = item[1:4] + item[5:6] + item[7:11]
+            return (*conn, *texts) if conn else texts, ((at + 3, item.style),)
         if isinstance(item, Problem):
             style = "yellow" if item.severity is Severity.WARNING else "bold red"
             detail = item.detail + (f"; skipped {item.skipped} bytes" if item.skipped else "")
-            offset = cell("" if item.offset < 0 else str(item.offset), style=style)
-            kind, detail_text = cell(item.kind, style=style), cell(detail, style=style)
+            offset = "" if item.offset < 0 else str(item.offset)
             if self._protocols:
-                return (*conn, offset, cell(""), cell(""), kind, detail_text)
-            seq = cell("" if item.seq is None else str(item.seq))
-            return (*conn, offset, seq, cell(""), kind, cell(""), cell(""), cell(""), detail_text)
+                texts = (*conn, offset, "", "", escaped(item.kind), escaped(detail))
+                return texts, ((at, style), (at + 3, style), (at + 4, style))
+            seq = "" if item.seq is None else str(item.seq)
+            texts = (*conn, offset, seq, "", escaped(item.kind), "", "", "", escaped(detail))
+            return texts, ((at, style), (at + 3, style), (at + 7, style))
         c = item.cells()
-        kind = cell(c.short_type or item.type, style=type_style(item))
         if self._protocols:
             what = " ".join(x for x in (c.output, c.key, c.summary) if x)
             if c.seq is not None:
                 what = f"#{c.seq} {what}"
-            at = origin.time_ns if origin.time_ns is not None else c.time_ns
-            return (
+            when = origin.time_ns if origin.time_ns is not None else c.time_ns
+            texts = (
                 *conn,
-                cell(str(item.offset)),
-                cell("" if at is None else time_of_day(at)),
-                cell(item.protocol),
-                cell(item.type, style=type_style(item)),
-                cell(what),
+                str(item.offset),
+                "" if when is None else time_of_day(when),
+                escaped(item.protocol),
+                escaped(item.type),
+                escaped(what),
             )
+            return texts, ((at + 3, type_style(item)),)
+        kind = escaped(c.short_type or item.type)
         if c.seq is None:
             # In the envelope layout, a message without one: the protocol
             # where the schema goes, the capture time.
-            when = cell("" if origin.time_ns is None else time_of_day(origin.time_ns))
-            return (
+            when_text = "" if origin.time_ns is None else time_of_day(origin.time_ns)
+            texts = (*conn, str(item.offset), "", when_text, kind, escaped(item.protocol), "", "", escaped(c.summary))
+        else:
+            texts = (
                 *conn,
-                cell(str(item.offset)),
-                cell(""),
-                when,
+                str(item.offset),
+                str(c.seq),
+                "" if c.time_ns is None else time_of_day(c.time_ns),
                 kind,
-                cell(item.protocol),
-                cell(""),
-                cell(""),
-                cell(c.summary),
+                escaped(c.schema),
+                escaped(c.output),
+                escaped(c.key),
+                escaped(c.summary),
             )
-        return (
-            *conn,
-            cell(str(item.offset)),
-            cell(str(c.seq)),
-            cell("" if c.time_ns is None else time_of_day(c.time_ns)),
-            kind,
-            cell(c.schema),
-            cell(c.output),
-            cell(c.key),
-            cell(c.summary),
-        )
+        return texts, ((at + 3, type_style(item)),)
 
-    def _conn(self, origin: Origin) -> tuple[Text, ...]:
+    def _conn(self, origin: Origin) -> tuple[str, ...]:
         if not self.show_connection:
             return ()
         st = origin.stream
         if st is None:
-            return (cell(""), cell(""))
-        return (cell(f"{st.connection} {st.direction}"), cell(origin.community_id or ""))
+            return ("", "")
+        return (escaped(f"{st.connection} {st.direction}"), escaped(origin.community_id or ""))
 
     def flush(self) -> None:
-        """An input pause: what waits is shown, except, from a file, a first
-        batch still short of _BATCH rows, which waits for more."""
-        if self._header_done or self.live or len(self._items) >= _BATCH:
+        """An input pause: from a live input, what waits is shown; from a
+        file, a batch still short of _BATCH rows waits for more."""
+        if self.live or len(self._items) >= _BATCH:
             self._print()
 
     def _print(self, final: bool = False) -> None:
@@ -170,26 +208,59 @@ class TableRenderer(NoRuns):
             return
         first = self._items[:_BATCH]  # what the layout and widths are chosen on
         if self._protocols is None:
-            messages = [m for _o, m in first if not isinstance(m, Problem)]
+            messages = [m for _o, m in first if not isinstance(m, (Problem, TableRow))]  # a lane's rows have a seq
             self._protocols = any(m.cells().seq is None for m in messages)
         columns = self._columns()
         rows = [self._row(origin, item) for origin, item in self._items]
         self._items.clear()
         width = line_width(self.env)
         if width is None:  # a pipe: whole cells, columns that only widen
-            widths = fit(columns, measure(columns, rows), None)
+            widths = fit(columns, plain_widths((texts for texts, _s in rows), len(columns)), None)
             if self._widths is not None:
                 widths = [max(a or 0, b or 0) for a, b in zip(widths, self._widths, strict=True)]
             self._widths = widths
         elif self._widths is None:  # a terminal: fitted once, on the first batch, kept for one header
             whole = final and len(rows) <= _BATCH  # all the rows there will be: no room kept for more
-            self._widths = fit(columns, measure(columns, rows[:_BATCH]), width, more=not whole)
-        t = table(columns, self._widths, header=not self._header_done)
-        for row in rows:
-            t.add_row(*kept(row, self._widths))
-        self.console.print(Trimmed(t))
-        self._header_done = True
+            content = plain_widths((texts for texts, _s in rows[:_BATCH]), len(columns))
+            self._widths = fit(columns, content, width, more=not whole)
+        self._draw(columns, self._widths, rows)
         self.env.stdout.flush()
+
+    def _draw(self, columns: list[Column], widths: list[int | None], rows: list[Row]) -> None:
+        """The rows, under the header the first time: rich draws the header
+        and what PlainRows does not copy (and everything in colour)."""
+        plain = None if self.env.color else PlainRows(columns, widths)
+        first = 0 if self._header_done else 1  # the header is drawn by rich, with the first row
+        written: list[str | None] = [None] * first
+        written += [None] * (len(rows) - first) if plain is None else plain.lines([r[0] for r in rows[first:]])
+        lines: list[str] = []
+        held: list[Row] = []  # rows for rich, in order with the lines
+        for row, line in zip(rows, written, strict=True):
+            if line is None:
+                if lines:
+                    self._stream.write("\n".join(lines) + "\n")
+                    lines.clear()
+                held.append(row)
+                self._header_done = True  # the header is drawn with the first of them
+                continue
+            if held:
+                self._rich(columns, widths, held)
+            lines.append(line)
+        if held:
+            self._rich(columns, widths, held)
+        if lines:
+            self._stream.write("\n".join(lines) + "\n")
+
+    def _rich(self, columns: list[Column], widths: list[int | None], rows: list[Row]) -> None:
+        t = table(columns, widths, header=not self._drawn_header)
+        for texts, styles in rows:
+            cells = [Text(x) for x in texts]
+            for i, style in styles:
+                cells[i].style = style
+            t.add_row(*kept(cells, widths))
+        self.console.print(Trimmed(t))
+        self._drawn_header = True
+        rows.clear()
 
     def close(self) -> None:
         self._print(final=True)

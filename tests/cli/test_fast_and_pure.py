@@ -73,7 +73,11 @@ def _inputs(tmp: Path) -> dict[str, Path]:
     capture.write_bytes(
         build_pcap([Connection(demo, b"", 40001), Connection(damaged.read_bytes()[:20000], b"", 40002)], gap_s=0.001)
     )
-    return {"demo": DEMO, "damaged": damaged, "flagged": flagged_path, "big": big, "capture": capture}
+    # Ripple beside Lumberjack: the table's protocols layout
+    mixed = tmp / "mixed.pcap"
+    lumberjack = (EXAMPLES / "v1.lj").read_bytes()
+    mixed.write_bytes(build_pcap([Connection(lumberjack, b"", 40003, 5044), Connection(demo, b"", 40001)], gap_s=0.001))
+    return {"demo": DEMO, "damaged": damaged, "flagged": flagged_path, "big": big, "capture": capture, "mixed": mixed}
 
 
 COMMANDS = [
@@ -86,6 +90,9 @@ COMMANDS = [
     ["decode", "--format", "jsonl", "-c", "50"],
     ["decode", "--format", "json", "--raw"],
     ["decode", "--format", "hum", "-c", "20"],
+    ["decode", "--format", "table"],
+    ["decode", "--format", "table", "--show-connection", "--raw", "-c", "250"],
+    ["decode", "--format", "table", "--type", "Delta", "--output", "vwap"],
     ["decode", "-Y", 'type == Delta and key == "AAPL"'],
     ["decode", "-Y", 'output in {"vwap", "book"} and field.price > 300', "-F", "jsonl"],
     ["decode", "--type", "Heartbeat", "--type", "Checkpoint_request", "-c", "9"],
@@ -126,7 +133,7 @@ def _both(args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[Result, Res
 
 
 @pytest.mark.skipif(not FAST, reason="the C fast lane is off (not built here, or RIPPLE_PURE)")
-@pytest.mark.parametrize("name", ["demo", "damaged", "flagged", "big", "capture"])
+@pytest.mark.parametrize("name", ["demo", "damaged", "flagged", "big", "capture", "mixed"])
 @pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
 def test_fast_and_pure_agree(
     inputs: dict[str, Path], name: str, cmd: list[str], monkeypatch: pytest.MonkeyPatch, lane_calls: list[int]
@@ -136,8 +143,8 @@ def test_fast_and_pure_agree(
     assert fast.stderr == pure.stderr
     assert fast.stdout == pure.stdout
     # the lane ran, and only in the fast run (it is off under verify -Y, for
-    # the forms it does not write (hum, table), and for a selection that
-    # narrows nothing it can test (a `not`, an `or` of other fields)
+    # the form it does not write (hum), and for a selection that narrows
+    # nothing it can test (a `not`, an `or` of other fields)
     if cmd[0] == "verify":
         uses_lane = "-Y" not in cmd
     else:

@@ -161,6 +161,39 @@ def test_plain_sexp_is_decode_s_lines_each_direction_in_turn(tmp_path: Path) -> 
     )
 
 
+def test_table_in_a_pipe_has_decode_s_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--format table` in a pipe (the fast lane's table rows, when built):
+    every message a row with decode's cells; the widths may differ (the tap
+    shows its rows at every pause, each batch as wide as its cells)."""
+    # Cells whole, in both.  (Set, then unset: GNU readline, once imported,
+    # exports COLUMNS below Python's os.environ, where only unsetenv reaches.)
+    monkeypatch.setenv("COLUMNS", "")
+    monkeypatch.delenv("COLUMNS")
+    request = ripple_stream(seed=23, size=1_000_000, big=100)
+
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        result["got"] = recv_all(conn)
+
+    port, result = serve_once(upstream)
+    with run_tap(_proxy_args(port, "--format", "table"), tmp_path) as tap:
+        with socket.create_connection(("127.0.0.1", tap.port)) as c:
+            c.sendall(request)
+            c.shutdown(socket.SHUT_WR)
+            recv_all(c)
+        wait_for(lambda: "got" in result, what="the upstream")
+        assert result["got"] == request
+        wait_idle(tap.proc.pid)
+        assert tap.interrupt() == 130
+
+    def cells(lines: list[bytes]) -> list[list[bytes]]:
+        # without the header and its rules (one per batch: a table printed in pieces)
+        return [ln.split() for ln in lines if not ln.startswith((b"offset", "─".encode()))]
+
+    expected = cells(decode_lines(request, tmp_path, "--format", "table"))
+    assert len(expected) > 1000
+    assert cells(tap.stdout().splitlines()) == expected
+
+
 def test_blocked_printer_never_stops_or_alters_traffic(tmp_path: Path) -> None:
     """stdout is a pipe nobody reads: the printer blocks at once, messages
     are dropped and counted, and the traffic goes on (the relay's speed

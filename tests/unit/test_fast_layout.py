@@ -35,7 +35,7 @@ def test_layout_py_is_consistent() -> None:
     assert sorted(layout.OPCODES.values()) == list(range(1, len(layout.OPCODES) + 1))
     assert layout.REC_WORDS == len(layout.REC_FIELDS) == 6
     assert (layout.PROG_KEY, layout.PROG_ROW, layout.PROG_CTORS) == (0, 1, 2) == tuple(range(layout.HEADER_WORDS))
-    code, _atoms, _json = program_words(Schema(b"s", 1, STRING, (Field(b"n", INT),)))
+    code, _atoms, _json, _names = program_words(Schema(b"s", 1, STRING, (Field(b"n", INT),)))
     words = len(code) // cast(int, LAYOUT["program_word_bytes"])
     assert words == layout.HEADER_WORDS + 1 + 2 + 2 + 1  # STRING key, RECORD 1 (name, INT)
 

@@ -28,6 +28,7 @@
 #include "layout.h"
 #include "sexpout.h"
 #include "jsonout.h"
+#include "tableout.h"
 
 #define HEADER_SIZE 59
 #define OVERHEAD 63
@@ -57,6 +58,7 @@ typedef struct {
     Py_ssize_t natoms;
     PyObject *atom_texts; /* owns the atoms' text */
     PyObject *json_texts; /* owns their JSON text; NULL: the schema has no JSON program */
+    PyObject *names; /* the row's field names as on the wire (bytes), for the table; NULL: none */
     uint32_t nfields;
     /* Flat records (see flat_fields): per node, the index in `fields` of
      * its first field, or -1 when the node is not a flat record. */
@@ -198,14 +200,15 @@ flat_fields(Program *self)
 }
 
 /* Program(code: bytes of int32, atoms: tuple of (text: bytes, quoted: bool),
- *         json: tuple of bytes, one an atom, or None) */
+ *         json: tuple of bytes, one an atom, or None,
+ *         names: tuple of bytes, the row's field names, or None) */
 static int
 Program_init(Program *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"code", "atoms", "json", NULL};
+    static char *kwlist[] = {"code", "atoms", "json", "names", NULL};
     Py_buffer code;
-    PyObject *atoms, *json = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O!|O", kwlist, &code, &PyTuple_Type, &atoms, &json))
+    PyObject *atoms, *json = Py_None, *names = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*O!|OO", kwlist, &code, &PyTuple_Type, &atoms, &json, &names))
         return -1;
     int rc = -1;
     if (self->code) {
@@ -266,6 +269,16 @@ Program_init(Program *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "code: Patch constructor atoms out of range");
         goto done;
     }
+    if (names != Py_None) {
+        int ok = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == (Py_ssize_t)self->nfields;
+        for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(names); i++)
+            ok = PyBytes_Check(PyTuple_GET_ITEM(names, i));
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "names: a tuple of bytes, one a field of the row, or None");
+            goto done;
+        }
+        self->names = Py_NewRef(names);
+    }
     if (flat_fields(self))
         goto done;
     rc = 0;
@@ -283,6 +296,7 @@ Program_dealloc(Program *self)
     PyMem_Free(self->atoms);
     Py_XDECREF(self->atom_texts);
     Py_XDECREF(self->json_texts);
+    Py_XDECREF(self->names);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -869,6 +883,44 @@ jwalk_delta(const Program *pg, const uint8_t *s, size_t n, Out *o)
     return e ? e : (r.pos == n ? 0 : -1);
 }
 
+/* The table's summary of a delta after "#N " (codec/summary.py): "Set "
+ * or "Patch " and name=value pairs (the name as on the wire, the value's
+ * one-line text as `sexp_text` prints it), or "Remove".  The program must
+ * have its names.  Codes as walk. */
+static int
+tb_delta(const Program *pg, const uint8_t *s, size_t n, Out *o)
+{
+    Rd r = {s, 0, n};
+    uint32_t tag;
+    int e = 0;
+    if (rd_ctor(&r, 3, &tag))
+        return -1;
+    const int32_t *row = pg->code + pg->code[PROG_ROW];
+    if (tag == 0 || tag == 1) {
+        uint64_t count = pg->nfields;
+        if (tag == 1 && rd_count(&r, &count))
+            return -1;
+        if (tag == 0)
+            OUT_LIT(o, "Set ");
+        else
+            OUT_LIT(o, "Patch ");
+        for (uint64_t i = 0; i < count && !e; i++) {
+            uint32_t f = (uint32_t)i;
+            if (tag == 1 && rd_ctor(&r, pg->nfields, &f))
+                return -1;
+            if (i)
+                out_ch(o, ' ');
+            PyObject *name = PyTuple_GET_ITEM(pg->names, (Py_ssize_t)f);
+            out_put(o, PyBytes_AS_STRING(name), (size_t)PyBytes_GET_SIZE(name));
+            OUT_LIT(o, "=");
+            e = walk(pg, row[3 + 2 * f], &r, o);
+        }
+    }
+    else
+        OUT_LIT(o, "Remove");
+    return e ? e : (r.pos == n ? 0 : -1);
+}
+
 static int
 prog_ready(Program *self)
 {
@@ -1002,7 +1054,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     long long max_payload;
-    int render; /* RENDER_NONE, RENDER_SEXP (canonical lines) or RENDER_JSON (layout.h) */
+    int render; /* RENDER_NONE, RENDER_SEXP (canonical lines), RENDER_JSON or RENDER_TABLE (layout.h) */
     int raw; /* DeltaMode.RAW: no schema is applied to Deltas */
     int rules; /* stream rules (verify): envelope seq, Delta sequence_no */
     PyObject *resolve; /* fingerprint -> (known, Program | None) */
@@ -1017,6 +1069,7 @@ typedef struct {
     PyObject *outputs; /* tuple of bytes: a Delta's output is one of them; NULL: any */
     PyObject *keys; /* tuple of bytes: a Delta's key text is one of them; NULL: any */
     Out scratch; /* a key's text, to compare */
+    Out cell; /* a table cell's text, before it is escaped */
     Out out; /* the text, reused from call to call */
     int busy; /* in run: `out` is in use (resolve must not call run again) */
     /* The registry's answers, kept from run to run unless the caller says
@@ -1310,6 +1363,46 @@ delta_may_pass(Scanner *sc, const Program *prog, const uint8_t *output, size_t o
     return e == -1 || bytes_in(sc->keys, (const uint8_t *)k->p, k->len);
 }
 
+/* A table row's first cells: offset, seq, time, type, schema; a tab after each. */
+static void
+tb_head(Out *t, long long offset, int64_t seq, int64_t time_ns, const char *type, const uint8_t *raw_fp)
+{
+    tb_int(t, offset);
+    out_ch(t, '\t');
+    tb_int(t, seq);
+    out_ch(t, '\t');
+    tb_time(t, time_ns);
+    out_ch(t, '\t');
+    out_put(t, type, strlen(type));
+    out_ch(t, '\t');
+    tb_cell(t, raw_fp, fp_len(raw_fp));
+    out_ch(t, '\t');
+}
+
+/* The scanner's cell buffer, emptied. */
+static Out *
+tb_scratch(Scanner *sc)
+{
+    Out *c = &sc->cell;
+    c->len = 0;
+    c->need = 0;
+    return c;
+}
+
+/* The cell composed in c, escaped into t, and what follows it. */
+static int
+tb_flush(Out *t, Out *c, char after)
+{
+    if (c->failed) {
+        c->failed = 0;
+        PyErr_NoMemory();
+        return -1;
+    }
+    tb_cell(t, (const uint8_t *)c->p, c->len);
+    out_ch(t, after);
+    return 0;
+}
+
 /* The payload of one boring envelope: 0 consumed (effects applied), 1 stop
  * (the Python decoder takes it), -1 a Python exception is set. */
 static int
@@ -1318,6 +1411,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
     Scanner *sc = cx->sc;
     Out *o = sc->render == RENDER_SEXP ? &sc->out : NULL;
     Out *j = sc->render == RENDER_JSON ? &sc->out : NULL;
+    Out *t = sc->render == RENDER_TABLE ? &sc->out : NULL;
     uint8_t tag = h[5];
     if (sc->select && tag != 1) {
         /* another type passes when the prefilter allows it and asks nothing of Deltas alone */
@@ -1325,7 +1419,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
         if (may && !sc->exact)
             return 1;
         if (!may)
-            o = j = NULL;
+            o = j = t = NULL;
     }
     int64_t seq = (int64_t)le64(h + 7);
     int64_t time_ns = (int64_t)le64(h + 15);
@@ -1363,7 +1457,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             if (may && !sc->exact)
                 return 1; /* Python judges it by the whole selection */
             if (!may)
-                o = j = NULL; /* passed over: validated, counted, not shown */
+                o = j = t = NULL; /* passed over: validated, counted, not shown */
         }
         if (o) {
             put_head(o, seq, time_ns, raw_fp, "Delta");
@@ -1424,6 +1518,43 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
                 JS_LIT(j, "null");
             JS_LIT(j, "}}\n");
         }
+        else if (t) {
+            if (typed && !fe->prog->names)
+                return 1; /* a record naming a field twice: the summary is Python's */
+            tb_head(t, offset, seq, time_ns, "Delta", raw_fp);
+            tb_cell(t, output, output_len);
+            out_ch(t, '\t');
+            Out *c = tb_scratch(sc);
+            if (typed) {
+                if ((e = walk_key(fe->prog, key, key_len, c)) != 0)
+                    return e == -1 ? 1 : -1;
+            }
+            else {
+                static const char hex[] = "0123456789abcdef";
+                out_put(c, "0x", 2);
+                for (size_t i = 0; i < key_len; i++) {
+                    out_ch(c, hex[key[i] >> 4]);
+                    out_ch(c, hex[key[i] & 15]);
+                }
+            }
+            if (tb_flush(t, c, '\t'))
+                return -1;
+            c = tb_scratch(sc);
+            out_ch(c, '#');
+            tb_int(c, sequence_no);
+            out_ch(c, ' ');
+            if (typed) {
+                if ((e = tb_delta(fe->prog, delta, delta_len, c)) != 0)
+                    return e == -1 ? 1 : -1;
+            }
+            else {
+                OUT_LIT(c, "schema unknown: ");
+                tb_int(c, (long long)delta_len);
+                OUT_LIT(c, " delta bytes");
+            }
+            if (tb_flush(t, c, '\n'))
+                return -1;
+        }
         else if (typed) {
             if (walk_key(fe->prog, key, key_len, NULL) || walk_delta(fe->prog, delta, delta_len, NULL))
                 return 1;
@@ -1451,6 +1582,12 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             js_int(j, at);
             JS_LIT(j, "}}\n");
         }
+        else if (t) {
+            tb_head(t, offset, seq, time_ns, "Checkpoint_request", raw_fp);
+            OUT_LIT(t, "\t\tcheckpoint ");
+            tb_int(t, cid);
+            out_ch(t, '\n');
+        }
         break;
     }
     case 3: { /* Checkpoint_ack */
@@ -1458,8 +1595,8 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
         size_t worker_len;
         int64_t cid;
         uint64_t n;
-        if (rd_string(&pr, &worker, &worker_len) || rd_int(&pr, &cid) || rd_count(&pr, &n))
-            return 1;
+        if (t || rd_string(&pr, &worker, &worker_len) || rd_int(&pr, &cid) || rd_count(&pr, &n))
+            return 1; /* the table's summary of an ack (rstrip) is Python's */
         if (o) {
             put_head(o, seq, time_ns, raw_fp, "Checkpoint_ack");
             put_field(o, "worker_id");
@@ -1543,6 +1680,21 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
                 return -1;
             JS_LIT(j, "}}\n");
         }
+        else if (t) {
+            tb_head(t, offset, seq, time_ns, "Heartbeat", raw_fp);
+            OUT_LIT(t, "\t\t");
+            Out *c = tb_scratch(sc);
+            OUT_LIT(c, "worker ");
+            out_put(c, worker, worker_len);
+            OUT_LIT(c, " load ");
+            char *f = PyOS_double_to_string(load, 'f', 2, 0, NULL); /* f"{load:.2f}" */
+            if (!f)
+                return -1;
+            out_put(c, f, strlen(f));
+            PyMem_Free(f);
+            if (tb_flush(t, c, '\n'))
+                return -1;
+        }
         break;
     }
     case 5: { /* Schema_negotiation */
@@ -1567,6 +1719,16 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             else
                 JS_LIT(j, "\"ok\":false,\"errors\":[");
         }
+        Out *c = NULL;
+        if (t) {
+            tb_head(t, offset, seq, time_ns, "Schema_negotiation", raw_fp);
+            OUT_LIT(t, "\t\t");
+            c = tb_scratch(sc);
+            if (ok)
+                OUT_LIT(c, "ok");
+            else
+                OUT_LIT(c, "REFUSED: ");
+        }
         for (uint64_t i = 0; i < n; i++) {
             const uint8_t *s;
             size_t k;
@@ -1579,6 +1741,11 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
                     out_ch(j, ',');
                 js_bytes(j, s, k);
             }
+            else if (c && !ok) {
+                if (i)
+                    OUT_LIT(c, "; ");
+                out_put(c, s, k);
+            }
         }
         if (pr.pos != pr.len)
             return 1;
@@ -1588,6 +1755,8 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
         }
         else if (j)
             JS_LIT(j, "]}}\n");
+        else if (c && tb_flush(t, c, '\n'))
+            return -1;
         break;
     }
     default: /* Handshake (it declares schemas) and unknown types */
@@ -1657,7 +1826,8 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kw)
     }
     Py_XSETREF(self->outputs, outputs == Py_None ? NULL : Py_NewRef(outputs));
     Py_XSETREF(self->keys, keys == Py_None ? NULL : Py_NewRef(keys));
-    if (self->render != RENDER_NONE && self->render != RENDER_SEXP && self->render != RENDER_JSON) {
+    if (self->render != RENDER_NONE && self->render != RENDER_SEXP && self->render != RENDER_JSON &&
+        self->render != RENDER_TABLE) {
         PyErr_SetString(PyExc_ValueError, "render: one of layout.py's RENDER_MODES");
         return -1;
     }
@@ -1698,6 +1868,7 @@ Scanner_dealloc(Scanner *self)
     Scanner_clear(self);
     PyMem_Free(self->out.p);
     PyMem_Free(self->scratch.p);
+    PyMem_Free(self->cell.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -36,7 +36,50 @@ jsonout_init(void)
 
 #define JS_LIT(o, s) out_put((o), (s), sizeof(s) - 1)
 
-/* Python's strict UTF-8 decoder accepts these bytes (Unicode's table 3-7). */
+/* The length of the UTF-8 sequence Python's strict decoder accepts at s
+ * (Unicode's table 3-7: no overlong form, no surrogate, nothing past
+ * U+10FFFF), its code point in *cp; 0 when the byte there starts none. */
+static inline size_t
+utf8_seq(const uint8_t *s, size_t n, uint32_t *cp)
+{
+    uint8_t c = s[0];
+    size_t k;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c >= 0xC2 && c <= 0xDF)
+        k = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        k = 2;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F; /* no surrogates */
+    }
+    else if (c >= 0xF0 && c <= 0xF4) {
+        k = 3;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    }
+    else
+        return 0;
+    if (n <= k || s[1] < lo || s[1] > hi)
+        return 0;
+    uint32_t v = c & (0x3F >> k);
+    for (size_t j = 1; j <= k; j++) {
+        if ((s[j] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (s[j] & 0x3F);
+    }
+    *cp = v;
+    return k + 1;
+}
+
+/* Python's strict UTF-8 decoder accepts these bytes. */
 static int
 js_utf8_valid(const uint8_t *s, size_t n)
 {
@@ -52,39 +95,11 @@ js_utf8_valid(const uint8_t *s, size_t n)
         }
         if (i >= n)
             break;
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k;
-        uint8_t lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            k = 1;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            k = 2;
-            if (c == 0xE0)
-                lo = 0xA0;
-            else if (c == 0xED)
-                hi = 0x9F; /* no surrogates */
-        }
-        else if (c >= 0xF0 && c <= 0xF4) {
-            k = 3;
-            if (c == 0xF0)
-                lo = 0x90;
-            else if (c == 0xF4)
-                hi = 0x8F;
-        }
-        else
+        uint32_t cp;
+        size_t k = utf8_seq(s + i, n - i, &cp);
+        if (!k)
             return 0;
-        if (n - i <= k)
-            return 0;
-        if (s[i + 1] < lo || s[i + 1] > hi)
-            return 0;
-        for (size_t j = 2; j <= k; j++)
-            if ((s[i + j] & 0xC0) != 0x80)
-                return 0;
-        i += k + 1;
+        i += k;
     }
     return 1;
 }

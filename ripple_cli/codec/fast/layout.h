@@ -45,7 +45,8 @@
 #define LAYOUT_RENDER_MODES(X)                                                                                         \
     X(NONE, 0) /* nothing: count them (verify) */                                                                      \
     X(SEXP, 1) /* their canonical lines */                                                                             \
-    X(JSON, 2) /* their typed JSON objects, each without its head ({"v":1, then where it came from) */
+    X(JSON, 2) /* their typed JSON objects, each without its head ({"v":1, then where it came from) */               \
+    X(TABLE, 3) /* their table cells, escaped, tab-separated (tableout.h) */
 
 /* The enums the module is compiled with: OP_INT.., PROG_KEY.. (and PROG_NODES,
  * the header's length), REC_SEQ_ORDER.., REC_AT_KIND.. (and REC_WORDS). */

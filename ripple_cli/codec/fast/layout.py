@@ -68,7 +68,8 @@ RECORD_TYPECODE = "q"  # array typecode of a record word (int64 in C)
 RENDER_NONE = 0  # nothing: count them (verify)
 RENDER_SEXP = 1  # their canonical lines
 RENDER_JSON = 2  # their typed JSON objects, each without its head ({"v":1, then where it came from)
-RENDER_MODES: dict[str, int] = {"NONE": RENDER_NONE, "SEXP": RENDER_SEXP, "JSON": RENDER_JSON}
+RENDER_TABLE = 3  # their table cells (offset, seq, time, type, schema, output, key, summary), escaped, a tab between
+RENDER_MODES: dict[str, int] = {"NONE": RENDER_NONE, "SEXP": RENDER_SEXP, "JSON": RENDER_JSON, "TABLE": RENDER_TABLE}
 
 # What the C module's `LAYOUT` must equal.
 LAYOUT: dict[str, object] = {

@@ -19,6 +19,8 @@ JSON with: a record field's name as an object key, an enum constructor as
 its value, and for a Patch constructor the name of its field (`"field"`).
 A schema whose JSON the C lane cannot write (a record naming a field twice,
 which a JSON object cannot hold) has none: its Deltas' JSON is Python's.
+The row's field names, as on the wire, are the table's summary's (`names`:
+none where the row names a field twice).
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def json_value(name: bytes) -> bytes:
 
 def program_words(
     schema: Schema,
-) -> tuple[bytes, tuple[tuple[bytes, bool], ...], tuple[bytes, ...] | None]:
+) -> tuple[bytes, tuple[tuple[bytes, bool], ...], tuple[bytes, ...] | None, tuple[bytes, ...] | None]:
     """The arguments of `_speedups.Program` for a schema."""
     b = _Builder()
     b.code[PROG_KEY] = b.node(schema.key)
@@ -113,7 +115,11 @@ def program_words(
     b.code[PROG_CTORS] = b.atoms_of(
         tuple(ctor_name(f.name) for f in schema.fields), tuple(json_value(f.name) for f in schema.fields)
     )
-    return array(PROGRAM_TYPECODE, b.code).tobytes(), tuple(b.atoms), tuple(b.json) if b.json_ok else None
+    # The row's names for the table's summary, where they name one field each
+    # (a Set's summary shows each name's value from a dict of the row).
+    names = tuple(f.name for f in schema.fields)
+    row_names = names if len(set(names)) == len(names) else None
+    return array(PROGRAM_TYPECODE, b.code).tobytes(), tuple(b.atoms), tuple(b.json) if b.json_ok else None, row_names
 
 
 def _has_empty_list(t: FieldType) -> bool:
@@ -140,8 +146,8 @@ def compile_program(schema: Schema) -> Program | None:
     if accel is None or _has_empty_list(schema.key) or any(_has_empty_list(f.typ) for f in schema.fields):
         return None
     try:
-        code, atoms, json = program_words(schema)
-        prog: Program = accel.Program(code, atoms, json)
+        code, atoms, json, names = program_words(schema)
+        prog: Program = accel.Program(code, atoms, json, names)
     except (ValueError, OverflowError):
         return None
     return prog

@@ -39,12 +39,14 @@ from ripple_cli.codec.fast.layout import (
     RENDER_JSON,
     RENDER_NONE,
     RENDER_SEXP,
+    RENDER_TABLE,
 )
 from ripple_cli.codec.fast.program import compile_program
 from ripple_cli.codec.messages import TYPE_NAMES, DeltaMode
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import ANYTHING, LaneKind, Prefilter
-from ripple_cli.protocols.item import Run
+from ripple_cli.protocols.item import Run, TableRow
+from ripple_cli.protocols.ripple.message import SHORT_TYPES, TYPE_STYLES
 from ripple_cli.protocols.ripple.rules import (
     UNKNOWN_WORKER,
     SequenceChecker,
@@ -110,6 +112,21 @@ class LaneRun(Run):
             end = self.text.index(b"\n", end + 1)
         return self.text[: end + 1]
 
+    def table_rows(self, limit: int | None = None) -> list[TableRow]:
+        # The scanner's cells are escaped (codec/fast/tableout.h): no tab or
+        # newline in one, and valid UTF-8.
+        text = self.text if limit is None else self.first_lines(limit)
+        rows = []
+        for line in text.decode("utf-8").split("\n")[:-1]:
+            offset, seq, time, kind, schema, output, key, summary = line.split("\t")
+            short, style = _TYPE_CELLS[kind]
+            rows.append(TableRow("ripple", offset, seq, time, kind, short, style, schema, output, key, summary))
+        return rows
+
+
+# The type cell of each type the scanner writes a row for: its short name and colour.
+_TYPE_CELLS = {name: (SHORT_TYPES.get(name, name), TYPE_STYLES[name]) for name in TYPE_NAMES.values()}
+
 
 # After a call that consumed nothing, the lane sits out this many Python
 # steps (doubling up to the cap): a stream where every envelope needs
@@ -150,6 +167,7 @@ _RENDER = {
     LaneKind.COUNT: RENDER_NONE,
     LaneKind.SEXP: RENDER_SEXP,
     LaneKind.JSON: RENDER_JSON,
+    LaneKind.TABLE: RENDER_TABLE,
     LaneKind.SELECT: RENDER_NONE,
 }
 

@@ -25,7 +25,7 @@ TYPE_STYLES = {
     "Checkpoint_request": "magenta",
     "Checkpoint_ack": "magenta",
 }
-_SHORT = {"Checkpoint_request": "Ckpt_request", "Checkpoint_ack": "Ckpt_ack", "Schema_negotiation": "Negotiation"}
+SHORT_TYPES = {"Checkpoint_request": "Ckpt_request", "Checkpoint_ack": "Ckpt_ack", "Schema_negotiation": "Negotiation"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ class Message:
         name = self.type
         return Cells(
             summary(body),
-            _SHORT.get(name, name),
+            SHORT_TYPES.get(name, name),
             f.seq,
             f.time_ns,
             text(f.fingerprint),
