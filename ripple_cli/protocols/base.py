@@ -33,10 +33,11 @@ from ripple_cli.codec.errors import EncodeError
 from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
+from ripple_cli.codec.text import tree_line
 from ripple_cli.protocols.item import Cells, Item, Tracker
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.sexp.tree import Sexp
-from ripple_cli.sexp.write import to_string, to_string_hum
+from ripple_cli.sexp.write import to_string_hum
 
 DEFAULT_MAX_INFLATE = 64 << 20  # bytes one compressed frame may inflate to
 
@@ -153,7 +154,7 @@ class ProtoMessage:
 
     @property
     def line(self) -> bytes:
-        return to_string(self.text)
+        return tree_line(self.text)
 
     @property
     def hum(self) -> bytes:
