@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +119,18 @@ def _file_group(path: str) -> str | None:
     except OSError:
         return None
     return next((group for fixture, group in _GROUP_FIXTURES.items() if fixture in text), None)
+
+
+@pytest.fixture(autouse=True)
+def _sigint_not_ignored() -> None:
+    """Ctrl-C (SIGINT) as a terminal gives it to the commands a test starts.
+    A child inherits an ignored SIGINT, and Python then leaves it ignored:
+    an xdist worker found ignoring it (it happened to one of the two
+    workers, after earlier tests, in runs beside two CPU hogs) started taps
+    and replays that a test's SIGINT could not stop.  The worker gets
+    Python's own handler back before each test."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config: pytest.Config) -> None:

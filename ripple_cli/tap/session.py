@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from typing import Protocol
@@ -38,6 +37,7 @@ from ripple_cli.render.base import Renderer
 from ripple_cli.tap.queues import DropQueue, End, EventQueue
 from ripple_cli.tap.record import Packet, Recorder
 from ripple_cli.tap.stats import TapStats
+from ripple_cli.terminal.interrupts import take_interrupts
 
 # The print queue holds at most `buffer` bytes of messages, and one message
 # per this many bytes of `buffer` (at least MIN_PRINT_ITEMS): a queued message
@@ -141,7 +141,7 @@ class Session:
             self._recorded.set()
         for t in threads:
             t.start()
-        restore_sigterm = _take_sigterm(self._terminate)
+        restore_sigterm = take_interrupts(self._terminate)
         try:
             try:
                 if on_start is not None:
@@ -419,24 +419,6 @@ def _lower_priority(nice: int) -> None:
     if nice > 0:
         with contextlib.suppress(OSError, AttributeError):
             os.nice(nice)
-
-
-def _take_sigterm(handler: Callable[[int, object], None]) -> Callable[[], None]:
-    """Installs `handler` for SIGTERM, and Ctrl-C's KeyboardInterrupt for
-    SIGINT even where it came ignored (Python then leaves it ignored): a
-    background job of a shell script starts so, and `kill -INT` must still
-    stop the tap.  Returns what puts the previous ones back.  Off the main
-    thread (where Python cannot install one) nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = signal.signal(signal.SIGTERM, handler)
-    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    def restore() -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-        signal.signal(signal.SIGINT, signal.SIG_DFL if previous_int is None else previous_int)
-
-    return restore
 
 
 def _wait(event: threading.Event) -> None:

@@ -310,6 +310,25 @@ def test_ctrl_c_stops_with_the_report() -> None:
     assert c.received[0].envelopes == SOURCE_BYTES[: len(c.received[0].envelopes)]
 
 
+def test_kill_int_stops_a_replay_started_with_sigint_ignored() -> None:
+    """A shell script's background job (`ripple replay ... &`) starts with
+    SIGINT ignored: `kill -INT` still stops it as Ctrl-C does, with its
+    report and exit 130 (terminal/interrupts.py)."""
+    with Consumer() as c:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the replay started here
+        try:
+            proc = ripple_process("replay", str(DEMO_PATH), "--to", c.address)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        deadline = time.monotonic() + 30
+        while len(c.received[0].envelopes) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "(interrupted)" in err and "Traceback" not in err
+
+
 # ------------------------------------------------------------------ --listen
 
 

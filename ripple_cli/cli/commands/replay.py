@@ -29,6 +29,7 @@ from ripple_cli.replay.source import Clock, load_recordings
 from ripple_cli.replay.stats import ReplayStats
 from ripple_cli.sources.files import display_name
 from ripple_cli.terminal.environment import Environment
+from ripple_cli.terminal.interrupts import take_interrupts
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,7 @@ def replay(
     pacing = timing.pacing
     stats = ReplayStats(peer, pacing.describe(), pacing.paced, skipped=source_problems)
     opts = _options(to, listen, pacing, sending, inputs.max_payload)
+    restore = take_interrupts()  # kill -INT stops it even where SIGINT came ignored
     try:
         run_replay(recordings, opts, stats, lambda text: env.problem_line(f"ripple: {text}"))
     except KeyboardInterrupt:
@@ -219,6 +221,8 @@ def replay(
         if stats.streamed:
             _report(env, stats, fmt)
         raise
+    finally:
+        restore()
     _report(env, stats, fmt)
     return EXIT_PROBLEMS if source_problems else EXIT_OK
 
