@@ -676,8 +676,8 @@ def main() -> int:
     # decode to a file in other formats, against the same anchor: (format,
     # goal, lines besides one a message, what a message's line is)
     formats = (("jsonl", 1.0, 0, "objects"), ("table", 0.5, 2, "rows"))  # a table: its header and rule
-    for fmt, goal, extra, what in formats if d_o else ():
-        if fmt not in only:
+    for fmt, goal, extra, what in formats:
+        if fmt not in only or d_o is None:
             continue
         out_f, pure_f = WORK / f"decode.ripple.{fmt}", WORK / f"decode.pure.{fmt}"
         f_r = measure([*ripple, "decode", "--format", fmt, str(stream)], out_f, args.repeat)
