@@ -293,15 +293,26 @@ def test_json_report_topspeed() -> None:
     assert r.stderr == ""
 
 
+def _interrupted_replay(c: Consumer, sigint_ignored: bool = False) -> subprocess.Popen[str]:
+    """A replay into `c`, sent SIGINT once the Handshake is answered and
+    messages flow (at x1 the demo lasts 20 s); started with SIGINT ignored
+    when asked (a shell script's background job starts so)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if sigint_ignored else None
+    try:
+        proc = ripple_process("replay", str(DEMO_PATH), "--to", c.address)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    deadline = time.monotonic() + 30
+    while len(c.received[0].envelopes) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    return proc
+
+
 def test_ctrl_c_stops_with_the_report() -> None:
     with Consumer() as c:
-        proc = ripple_process("replay", str(DEMO_PATH), "--to", c.address)
-        # Interrupted once the Handshake is answered and messages flow (at
-        # x1 the demo lasts 20 s).
-        deadline = time.monotonic() + 30
-        while len(c.received[0].envelopes) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
+        proc = _interrupted_replay(c)
         _out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
     assert "(interrupted)" in err and "Traceback" not in err
@@ -311,19 +322,10 @@ def test_ctrl_c_stops_with_the_report() -> None:
 
 
 def test_kill_int_stops_a_replay_started_with_sigint_ignored() -> None:
-    """A shell script's background job (`ripple replay ... &`) starts with
-    SIGINT ignored: `kill -INT` still stops it as Ctrl-C does, with its
-    report and exit 130 (terminal/interrupts.py)."""
+    """`kill -INT` stops a replay that started with SIGINT ignored as
+    Ctrl-C does, with its report and exit 130 (terminal/interrupts.py)."""
     with Consumer() as c:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the replay started here
-        try:
-            proc = ripple_process("replay", str(DEMO_PATH), "--to", c.address)
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        deadline = time.monotonic() + 30
-        while len(c.received[0].envelopes) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
+        proc = _interrupted_replay(c, sigint_ignored=True)
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "(interrupted)" in err and "Traceback" not in err
