@@ -74,6 +74,18 @@ def unrotated_pcap(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return p
 
 
+# The fixtures that start a JVM: a test using one (or a fixture that does)
+# is marked `jvm` (pyproject.toml), as are the tests that start Spark in a
+# child of their own.
+JVM_FIXTURES = ("spark", "standalone")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(f in JVM_FIXTURES for f in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.jvm)
+
+
 @pytest.fixture(scope="session")
 def spark(s3: S3Server) -> Iterator[object]:
     """Its executors have the S3 server's settings in their environment, as

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ripple_cli.batch.rows import COLUMN_NAMES
 from tests.batch.conftest import DEMO
 from tests.conftest import ROOT, run_cli
@@ -49,6 +51,7 @@ def _ripple(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.jvm
 def test_spark_that_cannot_start(tmp_path: Path) -> None:
     """No Java, and a master URL Spark does not take (the JVM's own reason,
     from its log, which is kept and named)."""

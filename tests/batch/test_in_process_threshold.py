@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ripple_cli.batch.run import IN_PROCESS_LIMIT
 from tests.batch.test_spark_export import table_rows
 from tests.conftest import EXAMPLES, ROOT, run_cli
@@ -46,6 +48,7 @@ def test_the_limit_is_the_documented_one() -> None:
         assert "256 MiB" in (ROOT / "man" / page).read_text()
 
 
+@pytest.mark.jvm
 def test_asking_for_spark_starts_it() -> None:
     """--master (here a master that cannot be: the JVM is not waited for)
     takes the run to Spark, whatever the input's size."""
