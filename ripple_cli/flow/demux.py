@@ -146,6 +146,12 @@ class Demux:
         """As `feed`, item by item as the dissector decodes them: what one
         event gives (a chunk of compressed frames may give millions of
         messages) need not all be held at once."""
+        if type(event) is StreamData and (st := self.streams.get(event.stream)) is not None:
+            # The usual event, a packet's bytes on a stream being decoded (its
+            # state exists once it is wanted and its protocol decided): straight
+            # to its dissector, one generator fewer a packet.
+            yield from self._emit(st, st.dissector.feed_lazily(event.data), event.time_ns)
+            return
         if isinstance(event, CaptureNote):
             if event.stream is not None and not self.want(event.stream):
                 return

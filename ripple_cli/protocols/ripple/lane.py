@@ -85,10 +85,18 @@ class LaneRun(Run):
     def problem_count(self) -> int:
         return len(self.records) // REC_WORDS
 
-    def counts(self) -> Iterator[tuple[str, int]]:
-        for tag, n in enumerate(self.by_tag):
-            if n:
-                yield TYPE_NAMES[tag], n
+    def counts(self) -> tuple[tuple[str, int], ...]:
+        # Asked twice a run (the stream's counts, the report's), and a
+        # capture makes a run per packet: the few shapes a stream's runs
+        # take (all Deltas, a Heartbeat among them) are kept, not rebuilt.
+        by_tag = self.by_tag
+        named = _COUNTS.get(by_tag)
+        if named is None:
+            named = tuple((TYPE_NAMES[tag], n) for tag, n in enumerate(by_tag) if n)
+            if len(_COUNTS) >= _COUNTS_KEPT:
+                _COUNTS.clear()
+            _COUNTS[by_tag] = named
+        return named
 
     def problems(self, limit: int | None = None) -> Iterator[Problem]:
         """The records as the Problems SequenceChecker.observe makes, in order."""
@@ -122,6 +130,10 @@ class LaneRun(Run):
             short, style = _TYPE_CELLS[kind]
             rows.append(TableRow("ripple", offset, seq, time, kind, short, style, schema, output, key, summary))
         return rows
+
+
+_COUNTS: dict[tuple[int, ...], tuple[tuple[str, int], ...]] = {}  # LaneRun.counts, by by_tag
+_COUNTS_KEPT = 4096
 
 
 # The type cell of each type the scanner writes a row for: its short name and colour.

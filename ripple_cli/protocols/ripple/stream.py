@@ -7,13 +7,11 @@ when one was asked for and the C extension is built.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from ripple_cli.codec.fast import speedups
 from ripple_cli.protocols.base import DissectOptions, StreamDissector
 from ripple_cli.protocols.item import Item
 from ripple_cli.protocols.ripple.decoder import Event, Message, StreamDecoder
-from ripple_cli.protocols.ripple.lane import Lane, LaneRun
+from ripple_cli.protocols.ripple.lane import Lane
 from ripple_cli.protocols.ripple.rules import SequenceChecker
 
 
@@ -40,51 +38,43 @@ class RippleStream(StreamDissector):
             return self._events(self.decoder.feed(data))
         frames = self.decoder.frames
         frames.append(data)
-        out = self._take(self._lane_steps(final=False))
+        out = self._take(final=False)
         frames.compact()
         return out
 
     def gap(self, size: int) -> list[Item]:
         if not self._steps:
             return self._events(self.decoder.gap(size))
-        out = self._take(self._lane_steps(final=False))
+        out = self._take(final=False)
         self.decoder.frames.hole(size)
         return out
 
     def finish(self) -> list[Item]:
         if not self._steps:
             return self._events(self.decoder.finish())
-        out = self._take(self._lane_steps(final=True))
+        out = self._take(final=True)
         self.decoder.frames.drop_all()
         return out
 
-    def _lane_steps(self, final: bool) -> Iterator[LaneRun | list[Event]]:
+    def _take(self, final: bool) -> list[Item]:
         """The lane's run of the ordinary envelopes at the head of the
         buffer, then the decoder's next step (the envelope the lane stopped
         at, or a damaged region), and again, in stream order; each is
         handled (rules included) before the next is taken, as both read
-        the state the other leaves (the checker's last seq, the registry)."""
-        lane, decoder = self.lane, self.decoder
+        the state the other leaves (the checker's last seq, the registry).
+        One loop, no generator between: a capture calls it once a packet."""
+        lane, decoder, checker = self.lane, self.decoder, self.checker
+        out: list[Item] = []
         while True:
             if lane is not None and (run := lane.run()) is not None:
-                yield run
+                out.append(run)
             events = decoder.step(final)
             if events is None:
-                return
-            yield events
-
-    def _take(self, steps: Iterator[LaneRun | list[Event]]) -> list[Item]:
-        out: list[Item] = []
-        checker = self.checker
-        for step in steps:
-            if type(step) is LaneRun:
-                out.append(step)
-                continue
-            for ev in step:  # type: ignore[union-attr]
+                return out
+            for ev in events:
                 out.append(ev)
                 if checker is not None and type(ev) is Message:
                     out.extend(checker.observe(ev))
-        return out
 
     @staticmethod
     def _events(events: list[Event]) -> list[Item]:
