@@ -42,6 +42,10 @@ class RippleStream(StreamDissector):
         frames.compact()
         return out
 
+    # The lazy form is `feed` itself (as the base class's, which calls it):
+    # one call fewer a packet.
+    feed_lazily = feed
+
     def gap(self, size: int) -> list[Item]:
         if not self._steps:
             return self._events(self.decoder.gap(size))
