@@ -4,6 +4,7 @@ says how).  `pytest tests/docs --update-docs` rewrites shown outputs that differ
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,23 @@ def test_placeholders() -> None:
     assert not ds.line_matches("a", "b")
     assert ds.roff_text(ds.roff_escape("a-b 'c' \\e \u2500 .x")) == "a-b 'c' \\e \u2500 .x"
     assert ds.roff_text(ds.roff_escape(".start")) == ".start"
+
+
+_WAIT_FOR_FILE = re.compile(r"until grep -qs \S+ (\S+);")
+
+
+def test_a_recipe_that_waits_on_a_log_starts_it_empty() -> None:
+    # `cmd 2> tap.log & until grep -qs listening tap.log` races with the
+    # background job's truncation: a log left by an earlier recipe (or an
+    # earlier run of the same one) already holds the line, so the wait ends
+    # before this tap listens (a CI run saw exactly that).  The recipe must
+    # remove the file first, in the same command.
+    late = []
+    for p in [ds.README, *ds.man_pages()]:
+        for block in blocks_of(p, "readme" if p == ds.README else "man"):
+            for cmd in block.commands:
+                for name in _WAIT_FOR_FILE.findall(cmd.text):
+                    removed = re.search(rf"\brm -f {re.escape(name)};", cmd.text)
+                    if removed is None or removed.start() > cmd.text.index(f"> {name}"):
+                        late.append(f"{block.doc}:{cmd.line}: waits on {name} without removing it first")
+    assert not late, "\n".join(late)
