@@ -8,9 +8,15 @@ of the stream's prefix at every STEP bytes (computed once), the CRC of any
 range is two short CRCs and a few multiplications in GF(2)[x] modulo the
 Castagnoli polynomial (zlib's crc32_combine: crc(A || B) = crc(A) * x^8|B|
 + crc(B)), whatever the range's length.
+
+`prefixes(origin)` gives the C extension's CrcPrefixes when it is built
+(resync asks once per magic in damaged bytes, and this arithmetic in Python
+was most of a hostile stream's time), else `PurePrefixes`, the definition.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from ripple_cli.codec.crc import crc32c
 from ripple_cli.codec.fast import speedups
@@ -73,7 +79,18 @@ def combine(crc_a: int, crc_b: int, len_b: int) -> int:
 Buffer = bytes | bytearray
 
 
-class Prefixes:
+class RangeCrcs(Protocol):
+    """What the framings use of a Prefixes, in C or in Python."""
+
+    @property
+    def origin(self) -> int: ...
+
+    def extend(self, buf: Buffer, base: int, upto: int) -> None: ...
+
+    def crc(self, buf: Buffer, base: int, start: int, end: int) -> int: ...
+
+
+class PurePrefixes:
     """The CRCs of a stream's prefixes from `origin` on, one every STEP bytes.
     Buffers hold part of the stream: `buf[i]` is the stream's byte `base + i`."""
 
@@ -106,3 +123,10 @@ class Prefixes:
     def crc(self, buf: Buffer, base: int, start: int, end: int) -> int:
         """crc32c(stream[start:end]), origin <= start <= end."""
         return self.upto(buf, base, end) ^ shift(self.upto(buf, base, start), end - start)
+
+
+def prefixes(origin: int) -> RangeCrcs:
+    """The prefix CRCs of a stream from `origin` on: in C when it is built."""
+    if _accel is not None:
+        return _accel.CrcPrefixes(origin)  # type: ignore[no-any-return]
+    return PurePrefixes(origin)

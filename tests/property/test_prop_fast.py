@@ -838,3 +838,129 @@ def _checker_state(dissector: Any) -> Any:
     """The stream rules' state of a Ripple stream dissector (None: not checked)."""
     checker = dissector.checker
     return None if checker is None else (checker.last_seq, checker.last_applied)
+
+
+# ---------------------------------------------------------------- resync and range CRCs
+
+
+def _shift_by_squaring(crc: int, n: int) -> int:
+    """x^(8n) * crc modulo the polynomial, square and multiply in Python:
+    independent of both the C tables and crcrange's."""
+    from ripple_cli.codec.crcrange import _mul
+
+    power, base = 1 << 31, (1 << 31) >> 8  # x^0, x^8
+    while n:
+        if n & 1:
+            power = _mul(power, base)
+        base = _mul(base, base)
+        n >>= 1
+    return _mul(power, crc)
+
+
+@prop(300)
+@given(st.integers(0, 2**32 - 1), st.one_of(st.integers(0, 1100), st.integers(0, 1 << 26), st.integers(0, 2**64 - 1)))
+def test_crc32c_shift_is_the_register_past_zero_bytes(crc: int, n: int) -> None:
+    assert accel is not None
+    assert accel.crc32c_shift(crc, n) == _shift_by_squaring(crc, n)
+
+
+@prop(200)
+@given(st.binary(max_size=40), st.binary(max_size=3000))
+def test_crc32c_shift_combines_crcs(a: bytes, b: bytes) -> None:
+    assert accel is not None
+    assert accel.crc32c_shift(crc32c_package(a), len(b)) ^ crc32c_package(b) == crc32c_package(a + b)
+
+
+@prop(150)
+@given(st.integers(0, 6000), st.integers(0, 2000), st.integers(0, 2000), st.randoms(use_true_random=False))
+def test_crc_prefixes_match_the_python_ones(n: int, origin_at: int, base: int, rnd: Any) -> None:
+    """CrcPrefixes (C) and PurePrefixes give every range's CRC, the same
+    marks, in any order of asking; a range outside the buffer is refused."""
+    from ripple_cli.codec.crcrange import PurePrefixes
+
+    assert accel is not None
+    buf = bytearray(rnd.randbytes(n))
+    origin = base + min(origin_at, n)
+    c, py = accel.CrcPrefixes(origin), PurePrefixes(origin)
+    for _ in range(12):
+        start = rnd.randrange(origin, base + n + 1)
+        end = rnd.randrange(start, base + n + 1)
+        expected = crc32c_package(bytes(buf[start - base : end - base]))
+        assert c.crc(buf, base, start, end) == py.crc(buf, base, start, end) == expected
+        assert (c.marks, c.covered, c.origin) == (py.marks, py.covered, py.origin)
+    with pytest.raises(ValueError):
+        c.crc(buf, base, origin, base + n + 1000)
+
+
+def _claiming(claim: int, seq: int) -> bytes:
+    """A header (valid magic and version) claiming `claim` bytes, with no
+    payload behind it: a resync candidate whose CRC covers what it claims."""
+    from ripple_cli.codec.envelope import HEADER
+
+    return HEADER.pack(MAGIC, 1, HEARTBEAT, 0, seq, 0, FIXED_FINGERPRINTS[HEARTBEAT], claim)
+
+
+@st.composite
+def resync_streams(draw: st.DrawFn) -> bytes:
+    """Damaged streams whose candidates claim long payloads (past crcrange's
+    STEP, so their CRCs come from the prefixes) or short ones, with intact
+    envelopes of long payloads among them."""
+    from ripple_cli.codec.envelope import build_envelope
+    from ripple_cli.codec.messages import write_payload
+
+    fp = FIXED_FINGERPRINTS[HEARTBEAT]
+    parts = [draw(st.binary(max_size=3))]
+    for seq in range(draw(st.integers(1, 8))):
+        what = draw(st.sampled_from(["claim", "claim", "long", "short", "garbage", "cut"]))
+        if what == "claim":
+            parts.append(_claiming(draw(st.one_of(st.integers(500, 4000), st.integers(-5, 600))), seq))
+        elif what in ("long", "cut"):
+            worker = b"w" * draw(st.integers(0, 2500))
+            env = build_envelope(HEARTBEAT, seq, 0, fp, write_payload(Heartbeat(worker, 1, 0.5)))
+            parts.append(env if what == "long" else env[: draw(st.integers(1, len(env) - 1))])
+        elif what == "short":
+            parts.append(build_envelope(HEARTBEAT, seq, 0, fp, write_payload(Heartbeat(b"w", 1, 0.5))))
+        else:
+            parts.append(draw(st.binary(max_size=80)) + MAGIC + draw(st.binary(max_size=8)))
+    return b"".join(parts)
+
+
+def _frames_of(stream: bytes, cuts: list[int], lane: Any, max_payload: int) -> list[Any]:
+    from ripple_cli.codec import framing
+
+    saved = framing._accel
+    framing._accel = lane
+    try:
+        dec = framing.FrameDecoder(max_payload)
+        out: list[Any] = []
+        prev = 0
+        for c in [*sorted(set(cuts)), len(stream)]:
+            out += dec.feed(stream[prev:c])
+            prev = c
+        return out + dec.finish()
+    finally:
+        framing._accel = saved
+
+
+@prop(250)
+@given(st.data())
+def test_resync_in_c_finds_what_python_finds(data: st.DataObject) -> None:
+    """framing.py's resync and find_envelope, in C and in Python, on streams
+    of long claims: the same frames and problems in any chunking, the same
+    first envelope."""
+    from ripple_cli.codec import framing
+
+    assert accel is not None
+    stream = data.draw(resync_streams())
+    max_payload = data.draw(st.sampled_from([framing.DEFAULT_MAX_PAYLOAD, 3000, 600, 0]))
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=10))
+    expected = _frames_of(stream, [], None, max_payload)
+    assert _frames_of(stream, [], accel, max_payload) == expected
+    assert _frames_of(stream, cuts, accel, max_payload) == _frames_of(stream, cuts, None, max_payload) == expected
+    saved = framing._accel
+    try:
+        framing._accel = None
+        python_says = framing.find_envelope(stream, max_payload)
+    finally:
+        framing._accel = saved
+    assert accel.find_envelope(stream, max_payload) == python_says

@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ripple_cli.codec.crc import crc32c
-from ripple_cli.codec.crcrange import STEP, Prefixes
+from ripple_cli.codec.crcrange import STEP, prefixes
 from ripple_cli.protocols.base import (
     ConnectionAnalyzer,
     Detection,
@@ -129,10 +129,10 @@ class RcpDissector(Dissector):
         # A capture that began part-way: a whole frame with a matching CRC
         # and a message in it, or a whole server line after a newline.
         at = head.find(MAGIC)
-        prefixes = Prefixes(0)  # candidates claiming long payloads: see crcrange.py
+        ranges = prefixes(0)  # candidates claiming long payloads: see crcrange.py
 
         def crc(start: int, stop: int) -> int:
-            return prefixes.crc(head, 0, start, stop) if stop - start >= STEP else crc32c(memoryview(head)[start:stop])
+            return ranges.crc(head, 0, start, stop) if stop - start >= STEP else crc32c(memoryview(head)[start:stop])
 
         while at >= 0:
             found = valid_frame_at(head, at, len(head), MAX_PAYLOAD, crc)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ripple_cli.codec.crc import crc32c
-from ripple_cli.codec.crcrange import STEP, Prefixes
+from ripple_cli.codec.crcrange import STEP, RangeCrcs, prefixes
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.base import DissectOptions, Item, ProtoMessage, json_bytes
 from ripple_cli.protocols.buffered import BufferedStream
@@ -63,7 +63,7 @@ class RcpStream(BufferedStream):
         # began: a candidate's CRC then costs the same whatever the payload
         # its header claims (crcrange.py), so that a search over headers
         # claiming large payloads stays linear.
-        self._prefixes: Prefixes | None = None
+        self._prefixes: RangeCrcs | None = None
         # The frame at the boundary whose CRC fails while the search for a
         # whole frame inside it waits for bytes: (its stream offset, the
         # stream offset of the first candidate not yet decided), so that
@@ -226,7 +226,7 @@ class RcpStream(BufferedStream):
         base = self._base
         pre = self._prefixes
         if pre is None:
-            pre = self._prefixes = Prefixes(base + self._pos)
+            pre = self._prefixes = prefixes(base + self._pos)
         return pre.crc(self._buf, base, base + start, base + end)
 
     def _compact(self) -> None:
