@@ -29,7 +29,7 @@ from ripple_cli.codec.envelope import (
 from ripple_cli.codec.fast import speedups
 from ripple_cli.codec.problems import Problem, Severity
 
-# The C lane's resync and find_envelope: the same search as the Python
+# The C lane's resync (find_envelope's too): the same search as the Python
 # below (tests compare), one call per damaged region instead of a Python
 # round per magic in it (issue 15: a stream of headers claiming long
 # payloads decoded at 13x a clean stream's time per byte).
@@ -286,8 +286,9 @@ class FrameDecoder:
 def find_envelope(buf: bytes | bytearray, max_payload: int = DEFAULT_MAX_PAYLOAD) -> int | None:
     """Where the first whole envelope with a valid CRC starts in `buf`, or
     None.  Used to recognise Ripple traffic by its content."""
-    if _accel is not None:
-        return _accel.find_envelope(buf, max_payload)  # type: ignore[no-any-return]
+    if _accel is not None:  # the resync search from 0, to the end: the same candidates, the same checks
+        status, pos, _prefixes = _accel.resync(buf, 0, len(buf), True, max_payload, 0, None)
+        return pos if status == 0 else None
     p = buf.find(MAGIC)
     n = len(buf)
     ranges = prefixes(0)  # candidates claiming long payloads: see crcrange.py

@@ -2441,64 +2441,6 @@ py_resync(PyObject *Py_UNUSED(mod), PyObject *args)
     return res;
 }
 
-/* find_envelope(buf, max_payload): framing.py's find_envelope (where the
- * first whole envelope with a valid CRC starts, or None) in C: protocol
- * detection runs it over every held head, and on a head of headers that
- * claim long payloads its Python loop was a fifth of such a stream's
- * decode. */
-static PyObject *
-py_find_envelope(PyObject *Py_UNUSED(mod), PyObject *args)
-{
-    Py_buffer b;
-    long long max_payload;
-    if (!PyArg_ParseTuple(args, "y*L", &b, &max_payload))
-        return NULL;
-    PyObject *pre = Py_None;
-    Py_INCREF(pre);
-    const uint8_t *buf = b.buf;
-    Py_ssize_t n = b.len, found = -1;
-    int err = 0;
-    for (Py_ssize_t p = find_magic(buf, 0, n); p >= 0; p = find_magic(buf, p + 1, n)) {
-        if (n - p < OVERHEAD || buf[p + 4] != 1)
-            continue;
-        int32_t length = (int32_t)le32(buf + p + 55);
-        Py_ssize_t end = p + HEADER_SIZE + length;
-        if (length < 0 || length > max_payload || end + 4 > n)
-            continue;
-        uint32_t computed;
-        if (length >= PREFIX_STEP) {
-            if (pre == Py_None) { /* one set of prefixes from 0, as find_envelope's */
-                PyObject *fresh = PyObject_CallFunction((PyObject *)&CrcPrefixesType, "L", 0LL);
-                if (!fresh) {
-                    err = 1;
-                    break;
-                }
-                Py_SETREF(pre, fresh);
-            }
-            uint32_t a, z;
-            CrcPrefixes *pr = (CrcPrefixes *)pre;
-            if (prefixes_upto(pr, &b, 0, end, &z) || prefixes_upto(pr, &b, 0, p, &a)) {
-                err = 1;
-                break;
-            }
-            computed = z ^ shift_by(a, (uint64_t)(end - p));
-        }
-        else
-            computed = crc32c(buf + p, (size_t)(end - p));
-        if (computed == le32(buf + end)) {
-            found = p;
-            break;
-        }
-    }
-    PyBuffer_Release(&b);
-    Py_DECREF(pre);
-    if (err)
-        return NULL;
-    if (found < 0)
-        Py_RETURN_NONE;
-    return PyLong_FromSsize_t(found);
-}
-
 static PyObject *
 py_crc32c_table(PyObject *Py_UNUSED(mod), PyObject *arg)
 {
@@ -2583,7 +2525,6 @@ static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_O, "CRC-32C of a buffer (the instruction when the CPU has it)."},
     {"crc32c_shift", py_crc32c_shift, METH_VARARGS, "crc32c_shift(crc, n): the register past n zero bytes."},
     {"resync", py_resync, METH_VARARGS, "The next valid envelope after damage (framing.py's resync)."},
-    {"find_envelope", py_find_envelope, METH_VARARGS, "Where the first valid envelope starts, or None."},
     {"crc32c_table", py_crc32c_table, METH_O, "CRC-32C by the slicing-by-8 table (the fallback)."},
     {"atom_text", py_atom_text, METH_O, "An atom as sexplib's one-line printer writes it."},
     {"float_atom", py_float_atom, METH_O, "sexp_of_float's text of a float."},
