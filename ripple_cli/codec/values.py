@@ -258,7 +258,10 @@ def _list(t: ListOf) -> TypeCodec:
         at = pos
         n, pos = bp.read_count(buf, pos)
         if empty:
+            # Every element is the same value and takes no bytes: read one,
+            # repeat it (a bomb of them costs a list's length, not n reads).
             _charge(buf, n, at)
+            return ([iread(buf, pos)[0]] * n if n else []), pos
         items = []
         for _ in range(n):
             v, pos = iread(buf, pos)
@@ -270,6 +273,7 @@ def _list(t: ListOf) -> TypeCodec:
         n, pos = bp.read_count(buf, pos)
         if empty:
             _charge(buf, n, at)
+            return pos  # its elements take no bytes
         for _ in range(n):
             pos = iskip(buf, pos)
         return pos
