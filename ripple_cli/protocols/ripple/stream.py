@@ -7,8 +7,10 @@ when one was asked for and the C extension is built.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from ripple_cli.codec.fast import speedups
-from ripple_cli.protocols.base import DissectOptions, StreamDissector
+from ripple_cli.protocols.base import DissectOptions, LaneKind, StreamDissector
 from ripple_cli.protocols.item import Item
 from ripple_cli.protocols.ripple.decoder import Event, Message, StreamDecoder
 from ripple_cli.protocols.ripple.lane import Lane
@@ -16,19 +18,27 @@ from ripple_cli.protocols.ripple.rules import SequenceChecker
 
 
 class RippleStream(StreamDissector):
-    def __init__(self, options: DissectOptions) -> None:
+    def __init__(self, options: DissectOptions, accel: ModuleType | None = None) -> None:
+        """`accel`: the C extension for a fast lane, if `options.lane` asks
+        for one (the dissector looks it up once per options); None looks it
+        up here."""
         self.decoder = StreamDecoder(options.registry, options.deltas, options.max_payload)
         self.checker = SequenceChecker(self.decoder.messages.registry) if options.rules else None
         self.lane: Lane | None = None
-        if options.lane is not None and (accel := speedups()) is not None:
-            d = self.decoder
-            self.lane = Lane(
-                accel, d.frames, d.messages.registry, options.deltas, self.checker, options.lane, options.prefilter
-            )
+        if options.lane is not None and accel is None:
+            accel = speedups()
+        # The lane (a C scanner) is made with the stream's first bytes: the
+        # many directions of a capture that never carry any cost nothing.
+        self._lane_for = (accel, options, options.lane) if options.lane is not None and accel is not None else None
         # Step by step when the rules are checked (each message is observed
         # before the next is decoded, so a Delta is judged with the schemas
         # known at its place in the stream) or with a fast lane.
-        self._steps = self.lane is not None or self.checker is not None
+        self._steps = self._lane_for is not None or self.checker is not None
+
+    def _make_lane(self, accel: ModuleType, options: DissectOptions, kind: LaneKind) -> None:
+        self._lane_for = None
+        d = self.decoder
+        self.lane = Lane(accel, d.frames, d.messages.registry, options.deltas, self.checker, kind, options.prefilter)
 
     def midstream(self) -> None:
         self.decoder.frames.join_midstream()
@@ -36,6 +46,8 @@ class RippleStream(StreamDissector):
     def feed(self, data: bytes) -> list[Item]:
         if not self._steps:
             return self._events(self.decoder.feed(data))
+        if self._lane_for is not None:
+            self._make_lane(*self._lane_for)
         frames = self.decoder.frames
         frames.append(data)
         out = self._take(final=False)
