@@ -233,13 +233,26 @@ def measure(
 
 # Issue 15's classes of hostile input (tests/hostile/bombs.py builds them),
 # each against a clean input of its kind: (name, file, what it is, clean one).
+# The kind is the protocol and the packets: the inflating Lumberjack frames
+# are measured against the same events sent uncompressed (a Lumberjack
+# event costs what it costs, compressed or not: the bomb must add nothing),
+# the 20,000 connections against the same 20,000 Heartbeats in one
+# connection, a packet each (what is hostile is the count of connections,
+# not the size of a packet).  The notes below the table give both rows
+# against the Ripple stream on the C lane as well.
 HOSTILE = (
     ("list bomb", "hostile-listbomb.ripple", "a Delta of lists of empty records claiming every byte", "clean"),
     ("many schemas", "hostile-schemas.ripple", "a Handshake of 100,000 schemas", "clean"),
     ("resync", "hostile-headers.ripple", "8 MiB of headers each claiming 1 MiB, no valid CRC", "clean"),
-    ("inflate", "hostile-lumberjack.lj", "Lumberjack C frames of 20,000 JSON events each, per KB inflated", "clean"),
-    ("connections", "hostile-conns.pcap", "20,000 short connections of one Heartbeat each", "clean.pcap"),
+    ("inflate", "hostile-lumberjack.lj", "Lumberjack C frames of 20,000 JSON events each, per KB inflated", "clean.lj"),
+    ("connections", "hostile-conns.pcap", "20,000 short connections of one Heartbeat each", "beats.pcap"),
 )
+# The clean inputs: `clean` is the generated Ripple stream, the rest are files of WORK.
+HOSTILE_CLEAN = {
+    "clean.pcap": "hostile-clean.pcap",  # the clean stream, one connection of full segments
+    "clean.lj": "hostile-clean.lj",  # the inflate row's events, uncompressed
+    "beats.pcap": "hostile-beats.pcap",  # the connections row's Heartbeats, one connection
+}
 HOSTILE_RATIO = 10.0  # "within a small constant of a clean input's time per byte"
 HOSTILE_RSS_MB = 512.0
 
@@ -251,28 +264,36 @@ def write_hostile(work: Path, clean: Path) -> None:
     sys.path.insert(0, str(ROOT))
     from ripple_cli.codec.envelope import build_envelope
     from ripple_cli.codec.messages import FIXED_FINGERPRINTS, HEARTBEAT, Heartbeat, write_payload
-    from ripple_cli.protocols.lumberjack.wire import Json, encode_frame
+    from ripple_cli.protocols.lumberjack.wire import Json, Window, encode_frame
     from tests.hostile.bombs import claiming_headers, many_schemas, nested_list_bomb
     from tests.hostile.test_lumberjack_bombs import EVENTS, SMALL_ARRAYS, compressed_events
     from tests.replay.pcap import Connection, build_pcap
 
-    beat = build_envelope(HEARTBEAT, 1, 0, FIXED_FINGERPRINTS[HEARTBEAT], write_payload(Heartbeat(b"w", 1, 0.5)))
+    def beat(seq: int) -> bytes:
+        return build_envelope(HEARTBEAT, seq, 0, FIXED_FINGERPRINTS[HEARTBEAT], write_payload(Heartbeat(b"w", 1, 0.5)))
+
+    beats = [beat(seq) for seq in range(1, 20_001)]
+    events = encode_frame(Window(2, EVENTS)) + b"".join(
+        encode_frame(Json(2, i % EVENTS + 1, SMALL_ARRAYS)) for i in range(8 * EVENTS)
+    )
     inputs = {
         "hostile-listbomb.ripple": lambda: nested_list_bomb(1 << 20),
         "hostile-schemas.ripple": lambda: many_schemas(100_000),
         "hostile-headers.ripple": lambda: claiming_headers(8 << 20, claim=1 << 20),
         "hostile-lumberjack.lj": lambda: compressed_events(8),
         "hostile-conns.pcap": lambda: build_pcap(
-            [Connection(beat, b"", 20000 + i) for i in range(20_000)], gap_s=0.0001
+            [Connection(beats[0], b"", 20000 + i) for i in range(20_000)], gap_s=0.0001
         ),
         "hostile-clean.pcap": lambda: build_pcap([Connection(clean.read_bytes())], gap_s=0.0001),
+        "hostile-clean.lj": lambda: events,
+        "hostile-beats.pcap": lambda: build_pcap([Connection(b"".join(beats))], segment=len(beats[0]), gap_s=0.0001),
     }
     for name, build in inputs.items():
         if not (work / name).exists():
             (work / name).write_bytes(build())
     # The bytes a row counts: its file's, but a compressed one's once inflated.
     sizes = {name: (work / name).stat().st_size for name in inputs}
-    sizes["hostile-lumberjack.lj"] = 8 * EVENTS * len(encode_frame(Json(2, 1, SMALL_ARRAYS)))
+    sizes["hostile-lumberjack.lj"] = len(events)  # the bytes it inflates to
     (work / "hostile-sizes.json").write_text(json.dumps(sizes))
 
 
@@ -792,7 +813,7 @@ def main() -> int:
             kb = sizes.get(path.name, path.stat().st_size) / 1024
             return Measured(max(m.seconds - startup, 1e-6) / kb, m.rss_mb)
 
-        cleans = {"clean": per_kb(clean), "clean.pcap": per_kb(WORK / "hostile-clean.pcap")}
+        cleans = {"clean": per_kb(clean), **{k: per_kb(WORK / f) for k, f in HOSTILE_CLEAN.items()}}
         clean_pure = per_kb(clean, pure_env)
         for name, file, what, against in HOSTILE:
             m, ref = per_kb(WORK / file), cleans[against]
@@ -800,9 +821,21 @@ def main() -> int:
             met = ratio <= HOSTILE_RATIO and m.rss_mb <= HOSTILE_RSS_MB
             rows.append(Row(f"hostile: {name} (us/KB)", m.seconds * 1e6, ref.seconds * 1e6, "<=10x", met, fmt=",.1f"))
             notes.append(f"hostile: {name}: {what}; peak RSS {m.rss_mb:.0f} MB (at most {HOSTILE_RSS_MB:.0f})")
+            if against != "clean":
+                base = cleans["clean"]
+                notes.append(
+                    f"  against {HOSTILE_CLEAN[against]} ({ref.seconds * 1e6:,.1f} us/KB); against the clean Ripple "
+                    f"stream on the C lane ({base.seconds * 1e6:,.1f} us/KB) it is {m.seconds / base.seconds:,.1f}x"
+                    + (
+                        f", against its full-segment capture ({cleans['clean.pcap'].seconds * 1e6:,.1f} us/KB) "
+                        f"{m.seconds / cleans['clean.pcap'].seconds:,.1f}x"
+                        if against.endswith(".pcap")
+                        else ""
+                    )
+                )
         notes.append(
             f"hostile: decode time per KB past start-up ({startup * 1000:.0f} ms), against a clean stream of "
-            f"{clean.stat().st_size / 1e6:.1f} MB (a capture of it, for the connections row) on the C lane; "
+            f"{clean.stat().st_size / 1e6:.1f} MB on the C lane (the rows with a file named above: that file); "
             f"the clean stream on the pure-Python lane: {clean_pure.seconds * 1e6:,.1f} us/KB"
         )
 
