@@ -38,6 +38,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,6 +101,70 @@ static void buf_free(Buf *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* The records waiting for the tap: a ring.  A Buf slides its bytes down
+ * when an append meets its end, and behind a slow tap this one holds up to
+ * --buffer (64 MiB): one record's append then copied all of it, holding up
+ * the forwarding for milliseconds.  A ring never moves what it holds; it
+ * grows (doubling, its bytes copied once) only while the backlog does. */
+typedef struct {
+    char *data;
+    size_t head, len, cap; /* the bytes are data[head, head + len), wrapping at cap */
+} Ring;
+
+static int ring_reserve(Ring *b, size_t more) {
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = malloc(cap);
+    if (p == NULL)
+        return -1;
+    size_t first = b->cap - b->head < b->len ? b->cap - b->head : b->len;
+    if (b->len > 0) {
+        memcpy(p, b->data + b->head, first);
+        memcpy(p + first, b->data, b->len - first);
+    }
+    free(b->data);
+    b->data = p;
+    b->cap = cap;
+    b->head = 0;
+    return 0;
+}
+
+/* Appends n bytes, room for which ring_reserve made. */
+static void ring_put(Ring *b, const void *src, size_t n) {
+    if (n == 0)
+        return;
+    size_t tail = b->head + b->len;
+    if (tail >= b->cap)
+        tail -= b->cap;
+    size_t first = b->cap - tail < n ? b->cap - tail : n;
+    memcpy(b->data + tail, src, first);
+    memcpy(b->data, (const char *)src + first, n - first);
+    b->len += n;
+}
+
+/* The bytes held, as one or two spans (iov[1] empty when they do not wrap). */
+static int ring_spans(const Ring *b, struct iovec iov[2]) {
+    size_t first = b->cap - b->head < b->len ? b->cap - b->head : b->len;
+    iov[0].iov_base = b->data + b->head;
+    iov[0].iov_len = first;
+    iov[1].iov_base = b->data;
+    iov[1].iov_len = b->len - first;
+    return b->len > first ? 2 : 1;
+}
+
+static void ring_consume(Ring *b, size_t n) {
+    b->len -= n;
+    b->head = b->len == 0 ? 0 : (b->head + n) % b->cap;
+}
+
+static void ring_free(Ring *b) {
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
 enum Kind { K_LISTEN, K_SIDE, K_IN, K_OUT };
 
 typedef struct {
@@ -151,7 +216,7 @@ typedef struct {
     size_t max_conns, nconns;
     uint32_t count;
     Conn *live, *dead;
-    Buf obuf;             /* records waiting for the tap */
+    Ring obuf;            /* records waiting for the tap */
     size_t limit;         /* bytes of copies in obuf before copies are dropped */
     uint32_t out_events;  /* out's registration */
     int out_dead;         /* the tap is gone */
@@ -190,10 +255,10 @@ static void record(Relay *r, int type, uint32_t conn, int c2s, int64_t t, const 
     head[5] = (unsigned char)(c2s != 0);
     put_le(head + 6, (uint64_t)t, 8);
     put_le(head + 14, n, 4);
-    if (buf_reserve(&r->obuf, HEADER_SIZE + n) < 0)
+    if (ring_reserve(&r->obuf, HEADER_SIZE + n) < 0)
         return; /* out of memory: the record is lost, never the traffic */
-    buf_append(&r->obuf, head, HEADER_SIZE);
-    buf_append(&r->obuf, payload, n);
+    ring_put(&r->obuf, head, HEADER_SIZE);
+    ring_put(&r->obuf, payload, n);
     if (r->flush_at == 0)
         r->flush_at = mono_ns() + r->flush_ns;
 }
@@ -273,9 +338,11 @@ static void out_register(Relay *r, uint32_t events) {
 
 static void out_flush(Relay *r) {
     while (r->obuf.len > 0 && !r->out_dead) {
-        ssize_t n = write(r->out.fd, r->obuf.data + r->obuf.head, r->obuf.len);
+        struct iovec iov[2];
+        int k = ring_spans(&r->obuf, iov);
+        ssize_t n = writev(r->out.fd, iov, k);
         if (n > 0) {
-            buf_consume(&r->obuf, (size_t)n);
+            ring_consume(&r->obuf, (size_t)n);
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && errno == EAGAIN) {
@@ -954,7 +1021,7 @@ done:
     for (size_t i = 0; r.listens != NULL && i < r.nlisten; i++)
         if (r.listens[i].fd >= 0)
             close(r.listens[i].fd); /* ours (detached from their Python sockets) */
-    buf_free(&r.obuf);
+    ring_free(&r.obuf);
     free(r.listens);
     free(r.ups);
     free(r.rbuf);

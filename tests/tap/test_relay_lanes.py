@@ -80,10 +80,17 @@ class RelayRun:
 
 @contextmanager
 def relay(
-    lane: str, upstream_port: int, *, buffer: int = 64 << 20, max_connections: int = 16, read: bool = True
+    lane: str,
+    upstream_port: int,
+    *,
+    buffer: int = 64 << 20,
+    max_connections: int = 16,
+    read: bool = True,
+    pace: float = 0.0,
 ) -> Iterator[RelayRun]:
     """The relay process, listening on a free port of 127.0.0.1.  With
-    read=False nobody reads its records until `start_reading`."""
+    read=False nobody reads its records until `start_reading`; with `pace`
+    the reader sleeps that long after each record (a tap that lags)."""
     cfg = RelayConfig("127.0.0.1", 0, "127.0.0.1", upstream_port, max_connections, buffer)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ripple_cli.tap.relay", cfg.to_json()],
@@ -102,6 +109,8 @@ def relay(
     def pump() -> None:
         for rec in records:
             run.records.append(rec)
+            if pace:
+                time.sleep(pace)
 
     run.reader = threading.Thread(target=pump, daemon=True)
     if read:
@@ -339,6 +348,68 @@ def test_copies_beyond_the_buffer_become_gaps_of_their_exact_size(lane: str) -> 
             elif r.type == GAP:
                 at += GAP_SIZE.unpack(r.payload)[0]
         assert at == len(payload)
+
+
+def _copies(records: list[Record], c2s: bool, size: int) -> tuple[list[tuple[int, bytes]], int]:
+    """One direction of connection 1 as its records tell it: each copy at
+    its place in the traffic, and the bytes the gaps held."""
+    copies, at, dropped = [], 0, 0
+    for r in records:
+        if r.conn != 1 or r.c2s != c2s:
+            continue
+        if r.type == DATA:
+            copies.append((at, r.payload))
+            at += len(r.payload)
+        elif r.type == GAP:
+            (n,) = GAP_SIZE.unpack(r.payload)
+            at += n
+            dropped += n
+    assert at == size
+    return copies, dropped
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_a_lagging_tap_gets_every_copy_at_its_place(lane: str) -> None:
+    """The tap reads its records slowly while 8 MiB pass each way through a
+    1 MiB buffer: the relay's records wait, are written from wherever the
+    last write stopped, and (in the C loop) wrap around the ring that holds
+    them.  How often depends on the machine; whatever it was, each copy is
+    the traffic's own bytes at its place, the gaps are exact, and the
+    traffic is intact."""
+    payload = random.Random(5).randbytes(8 << 20)
+
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        got = bytearray()
+        while chunk := conn.recv(1 << 20):
+            got += chunk
+            conn.sendall(chunk)
+        assert bytes(got) == payload
+
+    port, result = serve_once(upstream)
+    with relay(lane, port, buffer=1 << 20, pace=0.0002) as run:
+        with socket.create_connection(("127.0.0.1", run.port)) as c:
+            back = bytearray()
+
+            def drain() -> None:
+                while chunk := c.recv(1 << 20):
+                    back.extend(chunk)
+
+            t = threading.Thread(target=drain)
+            t.start()
+            for at in range(0, len(payload), 64 << 10):  # in pieces, so that copies come and go
+                c.sendall(payload[at : at + (64 << 10)])
+            c.shutdown(socket.SHUT_WR)
+            t.join(60)
+        assert bytes(back) == payload
+        _wait(result)
+        assert "error" not in result, result
+        run.wait_for(lambda rs: sum(r.type == END for r in rs) == 2, "both ends")
+        records = run.stop()
+    for c2s in (True, False):
+        copies, dropped = _copies(records, c2s, len(payload))
+        assert copies, "no copy reached the tap"
+        assert all(data == payload[at : at + len(data)] for at, data in copies)
+        assert sum(len(data) for _at, data in copies) + dropped == len(payload)
 
 
 def test_both_lanes_give_the_same_records_for_many_connections() -> None:
