@@ -111,6 +111,16 @@ typedef struct {
     size_t head, len, cap; /* the bytes are data[head, head + len), wrapping at cap */
 } Ring;
 
+/* The bytes held, as one or two spans (iov[1] empty when they do not wrap). */
+static int ring_spans(const Ring *b, struct iovec iov[2]) {
+    size_t first = b->cap - b->head < b->len ? b->cap - b->head : b->len;
+    iov[0].iov_base = b->data + b->head;
+    iov[0].iov_len = first;
+    iov[1].iov_base = b->data;
+    iov[1].iov_len = b->len - first;
+    return b->len > first ? 2 : 1;
+}
+
 static int ring_reserve(Ring *b, size_t more) {
     if (b->len + more <= b->cap)
         return 0;
@@ -120,10 +130,11 @@ static int ring_reserve(Ring *b, size_t more) {
     char *p = malloc(cap);
     if (p == NULL)
         return -1;
-    size_t first = b->cap - b->head < b->len ? b->cap - b->head : b->len;
     if (b->len > 0) {
-        memcpy(p, b->data + b->head, first);
-        memcpy(p + first, b->data, b->len - first);
+        struct iovec iov[2];
+        ring_spans(b, iov);
+        memcpy(p, iov[0].iov_base, iov[0].iov_len);
+        memcpy(p + iov[0].iov_len, iov[1].iov_base, iov[1].iov_len);
     }
     free(b->data);
     b->data = p;
@@ -143,16 +154,6 @@ static void ring_put(Ring *b, const void *src, size_t n) {
     memcpy(b->data + tail, src, first);
     memcpy(b->data, (const char *)src + first, n - first);
     b->len += n;
-}
-
-/* The bytes held, as one or two spans (iov[1] empty when they do not wrap). */
-static int ring_spans(const Ring *b, struct iovec iov[2]) {
-    size_t first = b->cap - b->head < b->len ? b->cap - b->head : b->len;
-    iov[0].iov_base = b->data + b->head;
-    iov[0].iov_len = first;
-    iov[1].iov_base = b->data;
-    iov[1].iov_len = b->len - first;
-    return b->len > first ? 2 : 1;
 }
 
 static void ring_consume(Ring *b, size_t n) {
