@@ -15,7 +15,10 @@ setup(
         Extension(
             "ripple_cli.codec.fast._speedups",
             sources=[f"{FAST}/_speedups.c"],
-            depends=[f"{FAST}/binprot.h", f"{FAST}/crc32c.h", f"{FAST}/layout.h", f"{FAST}/sexpout.h"],
+            depends=[
+                f"{FAST}/{h}.h"
+                for h in ("binprot", "crc32c", "handshake", "jsonout", "layout", "sexpout", "tableout")
+            ],
             optional=True,
         ),
         # The tap relay's event loop (ripple_cli/tap/relay.py runs its asyncio one without it).

@@ -7,7 +7,7 @@ its inverse.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Union
@@ -15,7 +15,23 @@ from typing import Any, Union
 from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.delta import CompiledSchema, Delta
 from ripple_cli.codec.errors import DecodeError
-from ripple_cli.codec.schema import Schema, read_schema, write_schema
+from ripple_cli.codec.fast import speedups
+from ripple_cli.codec.schema import (
+    BOOL,
+    FLOAT,
+    INT,
+    INT32,
+    INT64,
+    STRING,
+    EnumOf,
+    Field,
+    ListOf,
+    OptionOf,
+    RecordOf,
+    Schema,
+    read_schema,
+    write_schema,
+)
 
 HANDSHAKE = 0
 DELTA = 1
@@ -47,7 +63,9 @@ FIXED_FINGERPRINTS = {
 @dataclass(frozen=True, slots=True)
 class Handshake:
     source_worker_id: bytes
-    output_schemas: tuple[tuple[bytes, Schema], ...]  # (output name, its schema)
+    # (output name, its schema): a tuple, or, from the C reader, a sequence
+    # read from the payload when asked for (fast/handshake.h's OutputSchemas).
+    output_schemas: Sequence[tuple[bytes, Schema]]
     protocol_version: int
 
 
@@ -156,6 +174,20 @@ def read_delta_msg(buf: bytes) -> DeltaMsg:
 
 
 def _read_handshake(buf: bytes) -> Handshake:
+    # The C reader (fast/handshake.h) checks every schema but builds none
+    # until asked: a Handshake may declare 100,000, 6 us each to read here.
+    # Where it returns None the payload does not decode, and the Python
+    # reader says why.
+    accel = speedups()
+    if accel is not None:
+        found: Handshake | None = accel.read_handshake(buf, HANDSHAKE_KINDS)
+        if found is not None:
+            return found
+    return read_handshake_py(buf)
+
+
+def read_handshake_py(buf: bytes) -> Handshake:
+    """The Handshake reader in Python: the definition the C one follows."""
     worker, pos = bp.read_string(buf, 0)
     n, pos = bp.read_count(buf, pos)
     outputs = []
@@ -166,6 +198,20 @@ def _read_handshake(buf: bytes) -> Handshake:
     version, pos = bp.read_int(buf, pos)
     _exact(buf, pos)
     return Handshake(worker, tuple(outputs), version)
+
+
+# What the C reader builds (handshake.h): the classes, then the primitives
+# in their constructor order.
+HANDSHAKE_KINDS = (
+    Handshake,
+    Schema,
+    Field,
+    OptionOf,
+    ListOf,
+    RecordOf,
+    EnumOf,
+    (INT, INT32, INT64, FLOAT, BOOL, STRING),
+)
 
 
 def _read_checkpoint_request(buf: bytes) -> CheckpointRequest:

@@ -69,7 +69,7 @@ class Schema:
     @property
     def fingerprint(self) -> bytes:
         """`NAME/vVERSION`, also the envelope's schema fingerprint."""
-        return self.name + b"/v" + str(self.version).encode()
+        return b"%b/v%d" % (self.name, self.version)
 
 
 INT = Prim("Int")

@@ -26,7 +26,7 @@ def test_the_shared_cache_keeps_the_most_recently_used() -> None:
     root = SchemaRegistry(cache_size=3)
     children = [root.child() for _ in range(10)]
     for i, reg in enumerate(children):
-        reg.declare(_schema(i))
+        reg.declare([(b"out", _schema(i))])
         assert root.compiled() == min(i, 3)
         assert reg.get(_schema(i).fingerprint) is not None
     assert root.compiled() == 3

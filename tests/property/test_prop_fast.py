@@ -6,6 +6,7 @@ checker state."""
 
 from __future__ import annotations
 
+import pickle
 import string
 from dataclasses import dataclass
 from typing import Any
@@ -33,13 +34,14 @@ from test_prop_stream import damaged_streams
 
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamStart
 from ripple_cli.codec.delta import CompiledSchema, Patch, SetRow
-from ripple_cli.codec.envelope import MAGIC
+from ripple_cli.codec.envelope import MAGIC, Frame
 from ripple_cli.codec.errors import DecodeError
 from ripple_cli.codec.fast import _load, speedups
 from ripple_cli.codec.fast.program import compile_program, program_words
 from ripple_cli.codec.jsonview import dumps
 from ripple_cli.codec.messages import (
     FIXED_FINGERPRINTS,
+    HANDSHAKE_KINDS,
     HEARTBEAT,
     TYPE_NAMES,
     CheckpointAck,
@@ -50,6 +52,8 @@ from ripple_cli.codec.messages import (
     Handshake,
     Heartbeat,
     SchemaNegotiation,
+    read_handshake_py,
+    write_payload,
 )
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.schema import (
@@ -68,6 +72,7 @@ from ripple_cli.codec.schema import (
     Schema,
     text,
 )
+from ripple_cli.codec.text import envelope_to_sexp
 from ripple_cli.codec.values import float_to_json
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.protocol_choice import ProtocolChoice
@@ -906,7 +911,6 @@ def resync_streams(draw: st.DrawFn) -> bytes:
     STEP, so their CRCs come from the prefixes) or short ones, with intact
     envelopes of long payloads among them."""
     from ripple_cli.codec.envelope import build_envelope
-    from ripple_cli.codec.messages import write_payload
 
     fp = FIXED_FINGERPRINTS[HEARTBEAT]
     parts = [draw(st.binary(max_size=3))]
@@ -966,3 +970,133 @@ def test_resync_in_c_finds_what_python_finds(data: st.DataObject) -> None:
     finally:
         framing._accel = saved
     assert c_says == python_says
+
+
+# ---------------------------------------------------------------- Handshakes (fast/handshake.h)
+
+any_names = st.one_of(
+    field_names, st.binary(max_size=12), st.lists(st.sampled_from(_atom_bytes), max_size=6).map(b"".join)
+)
+
+
+def _renamed(t: FieldType, names: st.DataObject) -> FieldType:
+    """`t` with any bytes as names: the wire allows them, and the printer
+    must quote them as sexplib does."""
+    if isinstance(t, (OptionOf, ListOf)):
+        return type(t)(_renamed(t.inner, names))
+    if isinstance(t, RecordOf):
+        return RecordOf(tuple(Field(names.draw(any_names), _renamed(f.typ, names), f.default) for f in t.fields))
+    if isinstance(t, EnumOf):
+        return EnumOf(tuple(names.draw(any_names) for _ in t.names))
+    return t
+
+
+@st.composite
+def handshakes(draw: st.DrawFn) -> Handshake:
+    outputs = []
+    for s in draw(st.lists(schemas, max_size=4)):
+        if draw(st.booleans()):
+            s = Schema(
+                draw(any_names),
+                s.version,
+                _renamed(s.key, draw(st.data())),
+                tuple(Field(draw(any_names), _renamed(f.typ, draw(st.data())), f.default) for f in s.fields),
+            )
+        outputs.append((draw(any_names), s))
+    return Handshake(
+        draw(any_names), tuple(outputs), draw(st.one_of(st.integers(0, 3), int64s.filter(lambda n: abs(n) < 1 << 62)))
+    )
+
+
+def _python_line(seq: int, time_ns: int, fingerprint: bytes, flags: int, hs: Handshake) -> bytes:
+    frame = Frame(0, 1, 0, flags, seq, time_ns, fingerprint, write_payload(hs), 0)
+    return to_string(envelope_to_sexp(frame, hs))
+
+
+@prop(300)
+@given(handshakes(), st.one_of(st.integers(0, 9), int64s), int64s, any_names, st.integers(0, 255))
+def test_handshakes_read_and_print_as_python(hs: Handshake, seq: int, time_ns: int, fp: bytes, flags: int) -> None:
+    """The C reader builds the very objects of the Python one, prints the
+    very line of the Python printer, and indexes the schemas as the
+    registry's Python code does."""
+    assert accel is not None
+    payload = write_payload(hs)
+    expected = read_handshake_py(payload)
+    assert expected == hs
+    got = accel.read_handshake(payload, HANDSHAKE_KINDS)
+    assert got == expected and expected == got and type(got) is Handshake
+    outs = got.output_schemas
+    assert tuple(outs) == expected.output_schemas and len(outs) == len(expected.output_schemas)
+    assert [type(s) for _n, s in outs] == [Schema] * len(outs)
+    assert hash(got) == hash(expected) and repr(outs) == repr(expected.output_schemas)
+    assert pickle.loads(pickle.dumps(got)) == expected
+    assert accel.handshake_line(seq, time_ns, fp, flags, payload) == _python_line(seq, time_ns, fp, flags, hs)
+    # the registry's lookup: the last schema of a fingerprint, None for any other
+    index = {s.fingerprint: s for _n, s in expected.output_schemas}
+    assert {fp: outs.get(fp) for fp in index} == index
+    for other in (fp, b"", b"s/v", *(f + b"0" for f in index), *(f[:-1] for f in index)):
+        assert outs.get(other) == index.get(other)
+
+
+@prop(300)
+@given(handshakes(), st.data())
+def test_damaged_handshakes_are_refused_where_python_refuses(hs: Handshake, data: st.DataObject) -> None:
+    """Cut, flipped or extended anywhere, a payload is refused by C (None)
+    exactly where the Python reader raises, and read alike elsewhere."""
+    assert accel is not None
+    payload = bytearray(write_payload(hs))
+    how = data.draw(st.sampled_from(["cut", "flip", "extend"]))
+    if how == "cut":
+        del payload[data.draw(st.integers(0, len(payload) - 1)) :]
+    elif how == "flip":
+        at = data.draw(st.integers(0, len(payload) - 1))
+        payload[at] = data.draw(st.integers(0, 255))
+    else:
+        payload += data.draw(st.binary(min_size=1, max_size=3))
+    damaged = bytes(payload)
+    try:
+        expected: Handshake | None = read_handshake_py(damaged)
+    except DecodeError:
+        expected = None
+    assert accel.read_handshake(damaged, HANDSHAKE_KINDS) == expected
+    line = accel.handshake_line(1, 2, b"ripple.handshake/v1", 0, damaged)
+    assert line == (None if expected is None else _python_line(1, 2, b"ripple.handshake/v1", 0, expected))
+
+
+def test_a_handshake_too_deep_is_left_to_python() -> None:
+    """Types nested past MAX_TYPE_DEPTH: Python words the refusal, C only declines."""
+    assert accel is not None
+    t: FieldType = INT
+    for _ in range(70):
+        t = ListOf(t)
+    payload = write_payload(Handshake(b"w", ((b"o", Schema(b"s", 1, t, (Field(b"x", INT),))),), 1))
+    with pytest.raises(DecodeError, match="nested too deeply"):
+        read_handshake_py(payload)
+    assert accel.read_handshake(payload, HANDSHAKE_KINDS) is None
+    assert accel.handshake_line(1, 2, b"f", 0, payload) is None
+
+
+def test_a_registry_answers_for_the_last_declaration() -> None:
+    """Handshakes read by C and by Python, declared one after another in one
+    registry, more of them than it keeps apart: each fingerprint resolves
+    to the schema of the latest Handshake that declared it."""
+    from ripple_cli.codec.registry import MAX_LAYERS, SchemaRegistry
+
+    assert accel is not None
+    registry = SchemaRegistry().child()
+    latest: dict[bytes, Schema] = {}
+    for round_ in range(3 * MAX_LAYERS):
+        schemas = [
+            Schema(b"s%d" % (i % 5), 1, INT if (i + round_) % 2 else FLOAT, (Field(b"x", INT),))
+            for i in range(round_ % 7 + 1)
+        ]
+        hs = Handshake(b"w", tuple((b"o%d" % i, s) for i, s in enumerate(schemas)), 1)
+        payload = write_payload(hs)
+        read = accel.read_handshake(payload, HANDSHAKE_KINDS) if round_ % 3 else read_handshake_py(payload)
+        registry.declare(read.output_schemas)
+        latest.update((s.fingerprint, s) for s in schemas)
+        for fp, s in latest.items():
+            compiled = registry.get(fp)
+            assert compiled is not None and compiled.schema == s and fp in registry
+        assert registry.get(b"s9/v1") is None and b"s9/v1" not in registry
+        assert sorted(s.fingerprint for s in registry.schemas()) == sorted(latest)

@@ -29,6 +29,7 @@
 #include "sexpout.h"
 #include "jsonout.h"
 #include "tableout.h"
+#include "handshake.h"
 
 #define HEADER_SIZE 59
 #define OVERHEAD 63
@@ -2528,6 +2529,8 @@ static PyMethodDef module_methods[] = {
     {"crc32c_table", py_crc32c_table, METH_O, "CRC-32C by the slicing-by-8 table (the fallback)."},
     {"atom_text", py_atom_text, METH_O, "An atom as sexplib's one-line printer writes it."},
     {"float_atom", py_float_atom, METH_O, "sexp_of_float's text of a float."},
+    {"read_handshake", py_read_handshake, METH_VARARGS, "A Handshake payload read into messages.py's classes, or None."},
+    {"handshake_line", py_handshake_line, METH_VARARGS, "A Handshake envelope's canonical line, or None."},
     {NULL},
 };
 
@@ -2546,7 +2549,7 @@ PyInit__speedups(void)
     sexpout_init();
     jsonout_init();
     shift_init();
-    if (PyType_Ready(&ProgramType) || PyType_Ready(&ScannerType) || PyType_Ready(&CrcPrefixesType))
+    if (handshake_init() || PyType_Ready(&OutputSchemasType) || PyType_Ready(&ProgramType) || PyType_Ready(&ScannerType) || PyType_Ready(&CrcPrefixesType))
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
@@ -2558,7 +2561,8 @@ PyInit__speedups(void)
     if (bad || PyModule_AddStringConstant(m, "CRC32C_IMPL", impl) ||
         PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) ||
         PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) ||
-        PyModule_AddObjectRef(m, "CrcPrefixes", (PyObject *)&CrcPrefixesType) LAYOUT_RECORD_KINDS(X)) {
+        PyModule_AddObjectRef(m, "CrcPrefixes", (PyObject *)&CrcPrefixesType) ||
+        PyModule_AddObjectRef(m, "OutputSchemas", (PyObject *)&OutputSchemasType) LAYOUT_RECORD_KINDS(X)) {
         Py_DECREF(m);
         return NULL;
     }

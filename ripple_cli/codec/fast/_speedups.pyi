@@ -1,5 +1,7 @@
 # Types of the C extension built from _speedups.c.
 
+from typing import Any
+
 CRC32C_IMPL: str  # "sse4.2" or "table"
 LAYOUT: dict[str, object]  # the tables it was compiled with (layout.h); must equal layout.LAYOUT
 REC_SEQ_ORDER: int
@@ -75,3 +77,11 @@ class Scanner:
         fresh: bool,
         /,
     ) -> tuple[int, int, int, tuple[int, int, int, int, int, int], int | None, bytes | None, bytes, list[object]]: ...
+
+def read_handshake(payload: bytes, kinds: tuple[object, ...], /) -> Any: ...
+def handshake_line(seq: int, time_ns: int, fingerprint: bytes, flags: int, payload: bytes, /) -> bytes | None: ...
+
+class OutputSchemas:
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int, /) -> tuple[bytes, Any]: ...
+    def get(self, fingerprint: bytes, /) -> Any: ...

@@ -72,8 +72,7 @@ class MessageDecoder:
             )
         elif frame.tag == HANDSHAKE and self.delta_mode is not DeltaMode.RAW:
             assert isinstance(body, Handshake)
-            for _output, schema in body.output_schemas:
-                self.registry.declare(schema)
+            self.registry.declare(body.output_schemas)
         out.append(Message(frame, body))
 
     def _delta(self, frame: Frame, out: list[Event]) -> Body:
