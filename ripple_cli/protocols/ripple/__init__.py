@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, HEADER_SIZE, MAGIC, OVERHEAD
+from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, HEADER, HEADER_SIZE, MAGIC, OVERHEAD, VERSION
 from ripple_cli.codec.fast import speedups
 from ripple_cli.codec.framing import find_envelope
+from ripple_cli.codec.messages import FIXED_FINGERPRINTS
 from ripple_cli.protocols.base import (
     Detection,
     DissectOptions,
@@ -45,6 +46,26 @@ def _wanted(head: bytes) -> int:
     return p + OVERHEAD + length if 0 <= length <= DEFAULT_MAX_PAYLOAD else 0
 
 
+def _opens_long_envelope(head: bytes) -> bool:
+    """`head` starts with the header of an envelope longer than itself, of a
+    type with a fixed fingerprint (a Handshake, most often: a connection's
+    first message, and longer than its first packet from about 100 schemas
+    on).  Magic, version, type, flags, that fingerprint and a length within
+    bounds: some 50 bytes that no other protocol starts with, as sure as a
+    CRC at the start of a connection.  Waiting for the CRC instead had every
+    detector ask again each time the held head grew by an eighth, and
+    imported them all."""
+    if len(head) < HEADER_SIZE or not head.startswith(MAGIC):
+        return False
+    _magic, version, tag, flags, _seq, _time, fingerprint, length = HEADER.unpack_from(head)
+    return bool(
+        version == VERSION
+        and flags == 0
+        and fingerprint.rstrip(b"\0") == FIXED_FINGERPRINTS.get(tag)
+        and len(head) < OVERHEAD + length <= OVERHEAD + DEFAULT_MAX_PAYLOAD
+    )
+
+
 class RippleDissector(Dissector):
     name = "ripple"
     title = "Ripple worker envelopes (bin_prot payloads, CRC-32C)"
@@ -61,7 +82,7 @@ class RippleDissector(Dissector):
     def detect(self, head: bytes) -> Detection:
         # A capture may start mid-stream: any whole envelope with a valid
         # CRC in the first MiB decides it.
-        if find_envelope(head, DEFAULT_MAX_PAYLOAD) is not None:
+        if find_envelope(head, DEFAULT_MAX_PAYLOAD) is not None or _opens_long_envelope(head):
             return Detection.YES
         return Detection.NO if len(head) > max(DETECT_LIMIT, _wanted(head)) else Detection.MORE
 
