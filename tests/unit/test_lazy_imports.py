@@ -97,3 +97,40 @@ def test_a_raw_sibling_stream_is_still_detected() -> None:
     code, modules = loaded(["decode", "-F", "sexp", str(EXAMPLES / "v1.lj")])
     assert code == 0
     assert "ripple_cli.protocols.lumberjack" in modules
+
+
+def _handshake_of(schemas: int) -> bytes:
+    from tests.hostile.bombs import many_schemas
+
+    return many_schemas(schemas)
+
+
+def test_a_ripple_stream_whose_handshake_outgrows_a_read_is_ripple_at_once(tmp_path: Path) -> None:
+    """A Handshake longer than what detection first holds (1 MiB read):
+    its header and fixed fingerprint decide, so the siblings are neither
+    imported nor asked again as the head grows."""
+    path = tmp_path / "long-handshake.ripple"
+    data = _handshake_of(50_000)
+    assert len(data) > 1 << 20
+    path.write_bytes(data)
+    code, modules = loaded(["decode", "-F", "sexp", str(path)])
+    assert code == 0
+    assert unwanted(modules) == []
+
+
+def test_only_a_fixed_fingerprint_header_decides_before_its_crc() -> None:
+    from ripple_cli.codec.envelope import HEADER, HEADER_SIZE
+    from ripple_cli.protocols.base import Detection
+    from ripple_cli.protocols.ripple import RippleDissector
+
+    detect = RippleDissector().detect
+    whole = _handshake_of(200)
+    head = whole[: HEADER_SIZE + 100]
+    assert detect(head) is Detection.YES
+    assert detect(whole[: HEADER_SIZE - 1]) is Detection.MORE  # no header yet
+    fields = list(HEADER.unpack_from(whole))
+    for i, value in ((2, 1), (3, 1), (6, b"ripple.heartbeat/v1".ljust(32, b"\0")), (1, 2), (7, 40)):
+        changed = fields.copy()
+        changed[i] = value  # a Delta, flags, another type's fingerprint, a version, a length it already holds
+        altered = HEADER.pack(*changed) + head[HEADER_SIZE:]
+        assert detect(altered) is Detection.MORE, i
