@@ -7,10 +7,11 @@ its inverse.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Union
+from typing import Any, Union, overload
 
 from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.delta import CompiledSchema, Delta
@@ -174,10 +175,10 @@ def read_delta_msg(buf: bytes) -> DeltaMsg:
 
 
 def _read_handshake(buf: bytes) -> Handshake:
-    # The C reader (fast/handshake.h) checks every schema but builds none
-    # until asked: a Handshake may declare 100,000, 6 us each to read here.
-    # Where it returns None the payload does not decode, and the Python
-    # reader says why.
+    # The C reader (fast/handshake.h) checks every schema but keeps none
+    # until asked, as the Python one: a Handshake may declare 100,000, 6 us
+    # each to read here.  Where it returns None the payload does not
+    # decode, and the Python reader says why.
     accel = speedups()
     if accel is not None:
         found: Handshake | None = accel.read_handshake(buf, HANDSHAKE_KINDS)
@@ -187,17 +188,79 @@ def _read_handshake(buf: bytes) -> Handshake:
 
 
 def read_handshake_py(buf: bytes) -> Handshake:
-    """The Handshake reader in Python: the definition the C one follows."""
+    """The Handshake reader in Python: the definition the C one follows.
+    Every schema is read (and so checked), none is kept: `output_schemas`
+    reads them again when asked for, as the C reader's does."""
     worker, pos = bp.read_string(buf, 0)
     n, pos = bp.read_count(buf, pos)
-    outputs = []
+    at = array("Q")
     for _ in range(n):
-        name, pos = bp.read_string(buf, pos)
-        schema, pos = read_schema(buf, pos)
-        outputs.append((name, schema))
+        at.append(pos)
+        _name, pos = bp.read_string(buf, pos)
+        _schema, pos = read_schema(buf, pos)
     version, pos = bp.read_int(buf, pos)
     _exact(buf, pos)
-    return Handshake(worker, tuple(outputs), version)
+    return Handshake(worker, OutputSchemas(buf, at), version)
+
+
+class OutputSchemas(Sequence[tuple[bytes, Schema]]):
+    """A Handshake's (output name, schema) pairs over its payload, each read
+    when asked for; `get` is the registry's lookup by fingerprint, by an
+    index made on the first one.  The pure lane's form of the C reader's
+    (fast/handshake.h): a Handshake may declare 650,000 schemas in its 16
+    MiB, some 700 MB as objects.  Iterated, compared, hashed, printed or
+    pickled, it is the tuple of pairs."""
+
+    __slots__ = ("_at", "_buf", "_index")
+
+    def __init__(self, buf: bytes, at: array[int]) -> None:
+        self._buf = buf
+        self._at = at  # where each pair starts: its output name, then its schema
+        self._index: dict[bytes, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[bytes, Schema]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[tuple[bytes, Schema], ...]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[bytes, Schema] | tuple[tuple[bytes, Schema], ...]:
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(len(self))))
+        name, pos = bp.read_string(self._buf, self._at[i])
+        return name, read_schema(self._buf, pos)[0]
+
+    def get(self, fingerprint: bytes) -> Schema | None:
+        """The schema declared under `fingerprint` (the last one), or None."""
+        if self._index is None:
+            index: dict[bytes, int] = {}
+            for i, pos in enumerate(self._at):
+                _output, pos = bp.read_string(self._buf, pos)
+                name, pos = bp.read_string(self._buf, pos)
+                index[b"%b/v%d" % (name, bp.read_int(self._buf, pos)[0])] = i
+            self._index = index
+        found = self._index.get(fingerprint)
+        return None if found is None else self[found][1]
+
+    def __eq__(self, other: object) -> bool:
+        # a tuple, or another such sequence (the C reader's OutputSchemas,
+        # a Sequence once loaded: codec/fast/__init__.py); never a list, as
+        # a tuple is never equal to one
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes, bytearray, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[tuple[bytes, Schema], ...]]]:
+        return tuple, (tuple(self),)
 
 
 # What the C reader builds (handshake.h): the classes, then the primitives

@@ -1033,9 +1033,9 @@ def test_handshakes_read_and_print_as_python(hs: Handshake, seq: int, time_ns: i
     assert accel.handshake_line(seq, time_ns, fp, flags, payload) == _python_line(seq, time_ns, fp, flags, hs)
     # the registry's lookup: the last schema of a fingerprint, None for any other
     index = {s.fingerprint: s for _n, s in expected.output_schemas}
-    assert {fp: outs.get(fp) for fp in index} == index
+    assert {fp: outs.get(fp) for fp in index} == index == {fp: expected.output_schemas.get(fp) for fp in index}
     for other in (fp, b"", b"s/v", *(f + b"0" for f in index), *(f[:-1] for f in index)):
-        assert outs.get(other) == index.get(other)
+        assert outs.get(other) == index.get(other) == expected.output_schemas.get(other)
 
 
 @prop(300)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from functools import cache
 from types import ModuleType
 
@@ -53,6 +54,9 @@ def checked(accel: ModuleType) -> ModuleType | None:
 
     theirs = getattr(accel, "LAYOUT", None)
     if theirs == LAYOUT:
+        # A Handshake's pairs as the C reader keeps them: a sequence like
+        # the pure lane's (codec/messages.py), which compares with it.
+        Sequence.register(accel.OutputSchemas)
         return accel
     if isinstance(theirs, dict):
         what = ", ".join(k for k in sorted(LAYOUT.keys() | theirs.keys()) if theirs.get(k) != LAYOUT.get(k))

@@ -469,7 +469,10 @@ os_richcompare(PyObject *self, PyObject *other, int op)
 {
     if (op != Py_EQ && op != Py_NE)
         Py_RETURN_NOTIMPLEMENTED;
-    if (!PyTuple_Check(other) && !Py_IS_TYPE(other, &OutputSchemasType))
+    /* a tuple, or another such sequence (the pure lane's OutputSchemas):
+     * never a list, a string or bytes, as a tuple is never equal to them */
+    if (!PyTuple_Check(other) && (!PySequence_Check(other) || PyList_Check(other) || PyUnicode_Check(other) ||
+                                  PyBytes_Check(other) || PyByteArray_Check(other)))
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *a = os_tuple(self), *b = a ? (PyTuple_Check(other) ? Py_NewRef(other) : os_tuple(other)) : NULL;
     PyObject *res = b ? PyObject_RichCompare(a, b, op) : NULL;
