@@ -86,7 +86,10 @@ class Decoded(Protocol):
         ...
 
     def to_json(self, context: Mapping[str, Any]) -> dict[str, Any]:
-        """The JSON object of `decode -F json`: {"v": 1, **context, ...}."""
+        """The JSON object of `decode -F json`: {"v": 1, **context, ...},
+        as codec/jsonview.py's `dumps` writes it: JSON values, where an
+        array may be a `JsonArray`, made as it is written (a Handshake's
+        schemas: there may be 650,000)."""
         ...
 
     def cells(self) -> Cells: ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ripple_cli.codec.jsonview import JSON_SHAPE_VERSION, dumps, iso_time, problem_to_json
+from ripple_cli.codec.jsonview import JSON_SHAPE_VERSION, dump_chunks, dumps, iso_time, problem_to_json
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Decoded, Run
@@ -49,13 +49,18 @@ class JsonRenderer:
         self._first = True
 
     def _emit(self, obj: dict[str, Any]) -> None:
-        data = dumps(obj)
-        if self.array:
-            data = (b"[\n" if self._first else b",\n") + data
-        else:
-            data += b"\n"
+        # One piece for nearly every object; a Handshake's schemas come a
+        # batch at a time, written as they come (dump_chunks).
+        lead = (b"[\n" if self._first else b",\n") if self.array else b""
+        tail = b"" if self.array else b"\n"
         self._first = False
-        self.env.stdout.write(data)
+        out = self.env.stdout
+        pieces = dump_chunks(obj)
+        data = lead + next(pieces)
+        for piece in pieces:
+            out.write(data)
+            data = piece
+        out.write(data + tail)
 
     def message(self, origin: Origin, msg: Decoded) -> None:
         self._emit(msg.to_json(origin_json(origin)))

@@ -17,7 +17,7 @@ import pytest
 
 from ripple_cli.codec.delta import REMOVE, CompiledSchema, Patch, SetRow
 from ripple_cli.codec.errors import DecodeError, EncodeError
-from ripple_cli.codec.jsonview import body_to_json
+from ripple_cli.codec.jsonview import ARRAY_BATCH, JsonArray, body_to_json, dump_chunks, dumps
 from ripple_cli.codec.messages import DeltaView
 from ripple_cli.codec.schema import (
     BOOL,
@@ -407,3 +407,32 @@ def test_delta_view_json() -> None:
         "sequence_no": 7,
         "watermark_ns": None,
     }
+
+
+def _plain(obj: object) -> object:
+    """`obj` with every JsonArray a list: what dumps must write as if it were."""
+    if isinstance(obj, JsonArray):
+        return [_plain(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+@pytest.mark.parametrize("count", [0, 1, ARRAY_BATCH, ARRAY_BATCH + 1, 3 * ARRAY_BATCH + 5])
+def test_a_json_array_written_in_pieces_is_the_whole_text(count: int) -> None:
+    def item(i: int) -> object:
+        return {"i": i, "s": "é\udcff" if i == 7 else "x", "f": [1.5, None]}
+
+    def make() -> dict[str, object]:
+        return {
+            "v": 1,
+            "msg": {"w": "\udcfe", "a": JsonArray(range(count), item), "n": [JsonArray((), item), {}]},
+            "z": [],
+        }
+
+    pieces = list(dump_chunks(make()))
+    assert count == 0 or len(pieces) > 2  # written as it comes
+    assert b"".join(pieces) == dumps(make()) == dumps(_plain(make()))
+    json.loads(b"".join(pieces))
