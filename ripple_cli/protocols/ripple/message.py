@@ -54,7 +54,7 @@ class Message:
 
     @property
     def hum(self) -> bytes:
-        return to_string_hum(envelope_to_sexp(self.frame, self.body))
+        return to_string_hum(envelope_to_sexp(self.frame, self.body, lazy=True))
 
     def to_json(self, context: Mapping[str, Any]) -> dict[str, Any]:
         return envelope_to_json(self.frame, self.body, dict(context))
