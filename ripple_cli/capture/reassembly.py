@@ -83,6 +83,7 @@ CLOSED_LINGER_NS = 120 * 1_000_000_000
 # packets for the SYN that reordering put later (more than the widest
 # reordering seen on capture hosts: a few packets across directions).
 REORDER_PACKETS = 16
+EVICTED_KEPT = 4096  # at least this many evicted directions' next sequence numbers are kept
 
 FlowKey = tuple[bytes, int, bytes, int]  # (src address, src port, dst address, dst port)
 
@@ -200,6 +201,11 @@ class Reassembler:
         # Recently closed connections' keys: (close time, that side's ISN if seen).
         self._closed: OrderedDict[FlowKey, tuple[int, int | None]] = OrderedDict()
         self._waiting: dict[FlowKey, _Waiting] = {}  # both keys of each connection waiting for its handshake
+        # Evicted connections' keys: the sequence number each sender's next
+        # byte had.  When one comes back mid-stream, a retransmission of
+        # bytes already delivered before the eviction is one, not where the
+        # resumed stream starts (it would deliver them twice).
+        self._evicted: OrderedDict[FlowKey, int] = OrderedDict()
         self._count = 0
         self._out: list[CaptureEvent] = []
         self.last_ns = 0
@@ -323,6 +329,9 @@ class Reassembler:
                 return None  # a straggler of the connection that just closed (its SYN again, too)
         self._make_room(time_ns)
         self._count += 1
+        if syn:  # a new connection on these ports: nothing of an evicted one goes on
+            self._evicted.pop(key, None)
+            self._evicted.pop(rkey, None)
         if not syn:
             waiting = _Waiting(self._count)
             waiting.packets.append((time_ns, seg))
@@ -358,8 +367,14 @@ class Reassembler:
         if not syns:
             for k, d in ((okey, entry[1]), (_reverse(okey), entry[2])):
                 seqs = [s[4] for _t, s in packets if _key(s) == k and (s[7] or s[6] & FIN)]
-                if seqs:
-                    lowest = min(seqs, key=lambda q: (q - seqs[0] + HALF) & MASK)
+                lowest = min(seqs, key=lambda q: (q - seqs[0] + HALF) & MASK) if seqs else None
+                nxt = self._evicted.pop(k, None)
+                # Back from eviction: its stream goes on from where it had
+                # got to.  Bytes before were delivered then (a retransmission
+                # of them is one); bytes after, not yet seen, are a hole.
+                if nxt is not None and (lowest is None or abs(((lowest - nxt + HALF) & MASK) - HALF) <= self.window):
+                    d.base(nxt)
+                elif lowest is not None:
                     d.base(lowest)
         else:
             t, s = opener
@@ -420,6 +435,14 @@ class Reassembler:
         for d in (conn.c2s, conn.s2c):
             self._flush(d, time_ns)
             self._end(d, time_ns, "evicted")
+        for key in conn.keys:
+            snd = self._flows[key][1]
+            if snd.based:
+                self._evicted[key] = snd.nxt
+        # Bounded, but not as tightly as the open connections: with room
+        # for few, each comes back evicted again and again.
+        while len(self._evicted) > max(2 * self.max_flows, EVICTED_KEPT):
+            self._evicted.popitem(last=False)
         self._forget(conn)
 
     def _superseded(self, conn: _Connection, time_ns: int) -> None:
