@@ -337,27 +337,24 @@ os_version_text(int64_t version, char *v)
     return k;
 }
 
-/* The text of Schema.fingerprint, `NAME/vVERSION`, hashed (FNV-1a). */
+#define FNV_OFFSET 0xcbf29ce484222325u
+
+/* FNV-1a of n more bytes, from x (FNV_OFFSET to begin). */
+static uint64_t
+os_fnv(uint64_t x, const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x = (x ^ s[i]) * 0x100000001b3u;
+    return x;
+}
+
+/* The hash of Schema.fingerprint's text, `NAME/vVERSION`, as os_fnv of it. */
 static uint64_t
 os_fp_hash(const uint8_t *name, size_t n, int64_t version)
 {
     char v[24];
     int k = os_version_text(version, v);
-    uint64_t x = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < n; i++)
-        x = (x ^ name[i]) * 0x100000001b3u;
-    for (int i = 0; i < k; i++)
-        x = (x ^ (uint8_t)v[i]) * 0x100000001b3u;
-    return x;
-}
-
-static uint64_t
-os_bytes_hash(const uint8_t *s, size_t n)
-{
-    uint64_t x = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < n; i++)
-        x = (x ^ s[i]) * 0x100000001b3u;
-    return x;
+    return os_fnv(os_fnv(FNV_OFFSET, name, n), (const uint8_t *)v, (size_t)k);
 }
 
 static int
@@ -446,7 +443,7 @@ os_get(OutputSchemas *self, PyObject *arg)
         return NULL;
     const uint8_t *fp = (const uint8_t *)PyBytes_AS_STRING(arg);
     size_t len = (size_t)PyBytes_GET_SIZE(arg);
-    for (size_t p = (size_t)os_bytes_hash(fp, len) & self->mask; self->index[p]; p = (p + 1) & self->mask) {
+    for (size_t p = (size_t)os_fnv(FNV_OFFSET, fp, len) & self->mask; self->index[p]; p = (p + 1) & self->mask) {
         const uint8_t *name;
         size_t n, key;
         int64_t version;
