@@ -24,6 +24,10 @@ Workloads (--only takes these names):
             ripple_read, msgs/s; one row a message
   select    `ripple decode -Y 'type == Delta and key == "AMZN"'` (about 3% chosen) vs the same
             ripple_read, msgs/s; the chosen messages are those of OCaml's text with that key
+  export    `ripple export -F parquet --master local[1]` of a 4,000,000-message stream (Spark's
+            JVM started by the run) vs ripple_read -o of it, msgs/s; local[2] against local[1]
+            on a stream of 1 GB; and `ripple export` and `ripple stats` of the 37 KB demo
+            (in-process: under 2 s each, start-up included).  Every run's row count is checked
   4k        `ripple verify` of a 1 GiB stream of 4 KiB Deltas (full-depth book/v4 snapshots,
             about a thousand values each, written by ripple's own encoder), GB/s, vs ripple_walk
   pcap      `ripple decode --format sexp` of a capture of the --count stream vs `tshark -r` of
@@ -79,7 +83,25 @@ ROOT = Path(__file__).resolve().parent.parent
 OCAML_SRC = ROOT / "tests" / "interop" / "ocaml"
 WORK = ROOT / ".bench"
 NETPEER = ROOT / "bench" / "netpeer.py"
-WORKLOADS = ("verify", "decode", "jsonl", "table", "select", "4k", "pcap", "storm", "hostile", "tap", "memory")
+WORKLOADS = (
+    "verify",
+    "decode",
+    "jsonl",
+    "table",
+    "select",
+    "export",
+    "4k",
+    "pcap",
+    "storm",
+    "hostile",
+    "tap",
+    "memory",
+)
+# export: the 4,000,000-message stream its row names, and a stream of over
+# 1 GB for local[2] against local[1] (the generator's 8.5 million messages,
+# bench_spark.py's).
+EXPORT_COUNT = 4_000_000
+EXPORT_GB_COUNT = 8_500_000
 # `decode -Y` selecting a few percent of the stream: one symbol's Deltas
 # (the generator's vwap keys are twelve symbols; 2.9% of the messages).
 SELECT_KEY = b"AMZN"
@@ -596,6 +618,68 @@ class Row:
     ratio: float | None = None  # when not ours / anchor
 
 
+def parquet_rows(out: Path) -> int:
+    """The rows of an export's Parquet output, from the files' footers
+    (in a child: this process stays small, see `measure`)."""
+    code = (
+        "import sys, pathlib, pyarrow.parquet as pq;"
+        "print(sum(pq.read_metadata(p).num_rows for p in pathlib.Path(sys.argv[1]).rglob('*.parquet')))"
+    )
+    return int(sh([sys.executable, "-c", code, str(out)], capture_output=True, text=True).stdout)
+
+
+def export_rows(tools: Path, ripple: list[str], args: argparse.Namespace, rows: list[Row], notes: list[str]) -> bool:
+    """The export workload's rows (see the module's doc); whether every
+    run wrote one row a message."""
+    ok = True
+    out = WORK / "export.out"
+    stream = generate(tools, EXPORT_COUNT, args.seed)
+    n = EXPORT_COUNT
+    print(f"export stream: {stream.name}: {n:,} messages, {stream.stat().st_size / 1e6:.1f} MB", flush=True)
+
+    def export(master: str | None, path: Path, fmt: str = "parquet") -> Measured:
+        spark = ["--master", master] if master else []
+        return measure([*ripple, "export", "-q", "--overwrite", "-F", fmt, *spark, "-o", str(out), str(path)])
+
+    anchor = measure([str(tools / "ripple_read"), "-o", str(WORK / "export.ocaml.sexp"), str(stream)])
+    (WORK / "export.ocaml.sexp").unlink()
+    best = min((export("local[1]", stream) for _ in range(args.repeat)), key=lambda m: m.seconds)
+    written = parquet_rows(out)
+    ok &= written == n
+    ratio = anchor.seconds / best.seconds
+    rows.append(Row("export local[1], 4M (msgs/s)", n / best.seconds, n / anchor.seconds, "0.5x", ratio >= 0.5))
+    notes.append(
+        f"export --master local[1] of {n:,} messages: {best.seconds:.1f} s (the JVM's start included), "
+        f"{written:,} rows, one a message: {'yes' if written == n else 'NO'}; ripple_read -o {anchor.seconds:.1f} s"
+    )
+
+    gb = generate(tools, EXPORT_GB_COUNT, args.seed)
+    runs = {m: export(m, gb) for m in ("local[1]", "local[2]")}
+    counts = {m: parquet_rows(out) for m in ("local[2]",)}  # the last run's output
+    ok &= counts["local[2]"] == EXPORT_GB_COUNT
+    one, two = runs["local[1]"].seconds, runs["local[2]"].seconds
+    rows.append(Row("export 1 GB, local[2] (s)", two, one, ">=1.8x", one / two >= 1.8, fmt=".1f", ratio=one / two))
+    notes.append(
+        f"export of {gb.name} ({gb.stat().st_size / 1e6:,.0f} MB, {EXPORT_GB_COUNT:,} messages): local[1] {one:.1f} s, "
+        f"local[2] {two:.1f} s ({one / two:.2f}x; the anchor column is local[1]); "
+        f"{counts['local[2]']:,} rows: {'yes' if counts['local[2]'] == EXPORT_GB_COUNT else 'NO'}"
+    )
+    shutil.rmtree(out, ignore_errors=True)
+
+    demo = ROOT / "examples" / "demo.ripple"
+    for what, cmd in (
+        ("export", [*ripple, "export", "-q", "--overwrite", "-o", str(out), str(demo)]),
+        ("stats", [*ripple, "stats", str(demo)]),
+    ):
+        m = measure(cmd, repeat=max(3, args.repeat))
+        rows.append(Row(f"{what} of the 37 KB demo (s)", m.seconds, 2.0, "<2 s", m.seconds < 2.0, fmt=".2f"))
+    demo_rows = parquet_rows(out)
+    ok &= demo_rows == 300
+    notes.append(f"export of the demo: {demo_rows} rows (300 messages); the anchor column of its rows is the goal")
+    shutil.rmtree(out, ignore_errors=True)
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=1_000_000, help="messages in the generated stream")
@@ -732,6 +816,9 @@ def main() -> int:
             f"decode -Y '{SELECT_FILTER}': {chosen:,} messages ({100 * chosen / n:.1f}%), those of OCaml's text "
             f"with that key: {'yes' if chosen == expected else 'NO'}"
         )
+
+    if "export" in only:
+        ok &= export_rows(tools, ripple, args, rows, notes)
 
     if "4k" in only:
         big = generate_4k(args.count_4k, args.seed)

@@ -319,6 +319,19 @@ class Counters:
         return int(self.rows.value - self.problems.value)
 
 
+def _tasks_frame(spark: SparkSession, plan: Plan) -> DataFrame:
+    """The plan's decode tasks, (i, pickled task), one a partition."""
+    from pyspark.sql import types as T
+
+    sc = spark.sparkContext
+    # One task per partition: parallelize slices a list evenly.
+    task_list = [(i, pickle.dumps(t)) for i, t in enumerate(plan.tasks)]
+    return spark.createDataFrame(
+        sc.parallelize(task_list, max(1, len(plan.tasks))),
+        T.StructType([T.StructField("i", T.IntegerType()), T.StructField("task", T.BinaryType())]),
+    )
+
+
 def rows_frame(
     spark: SparkSession, plan: Plan, typed: TypedOut | None = None, siblings: bool = False
 ) -> tuple[DataFrame, Counters]:
@@ -327,19 +340,9 @@ def rows_frame(
     the executor, as the frame is computed (export runs it once); with
     `siblings`, each counts its sibling protocols' messages
     (Counters.siblings)."""
-    from pyspark.sql import types as T
-
     settings = plan.settings
     schema = spark_types()
-    sc = spark.sparkContext
-    n = max(1, len(plan.tasks))
-    # One task per partition: parallelize slices a list evenly.
-    task_list = [(i, pickle.dumps(t)) for i, t in enumerate(plan.tasks)]
-    tasks_df = spark.createDataFrame(
-        sc.parallelize(task_list, n),
-        T.StructType([T.StructField("i", T.IntegerType()), T.StructField("task", T.BinaryType())]),
-    )
-
+    tasks_df = _tasks_frame(spark, plan)
     counters = Counters(spark)
     n_rows, n_problems, n_siblings = counters.rows, counters.problems, counters.siblings
 
@@ -477,18 +480,25 @@ def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None
     connector) that PySpark does not ship."""
     from ripple_cli.sources.urls import remove
 
-    from .output import check_partitioning, write_table
+    from .output import check_partitioning
 
     check_partitioning(fmt, partition_by)
     if overwrite:
         remove(out)
+    _write_frame(frame, out, fmt, partition_by)
+
+
+def _write_frame(frame: DataFrame, out: str, fmt: str, partition_by: str | None, prefix: str = "part-") -> None:
+    """Each partition of the frame written by its task through pyarrow, as
+    part files PREFIX + its number."""
+    from .output import write_table
 
     def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        part = f"part-{context.partitionId() if context else 0:05d}"
+        part = f"{prefix}{context.partitionId() if context else 0:05d}"
         n = [0]
 
         def counted() -> Iterator[pa.RecordBatch]:
@@ -500,6 +510,78 @@ def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None
         yield pa.RecordBatch.from_pydict({"rows": [n[0]]})
 
     frame.mapInArrow(write, "rows long").collect()
+
+
+def written_by_tasks(out: str, fmt: str) -> bool:
+    """Whether `export_by_tasks` writes the table: Parquet anywhere, and
+    any format by URL.  JSON lines and CSV to a local directory are Spark's
+    writer's (it partitions them, pyarrow's writer here does not)."""
+    return fmt == "parquet" or (is_url(out) and not out.startswith("file:"))
+
+
+def export_by_tasks(
+    spark: SparkSession,
+    plan: Plan,
+    out: str,
+    fmt: str,
+    partition_by: str | None,
+    overwrite: bool,
+    typed: TypedOut | None = None,
+) -> tuple[int, int]:
+    """export's table written where it is decoded: each task writes its own
+    part files with pyarrow (output.write_table, as the in-process run
+    writes the whole), and hands Spark only its counts.  The rows never
+    cross into the JVM and back, which cost Spark more than the decode
+    (make bench's export row).  Returns (rows, problems)."""
+    from ripple_cli.sources.urls import remove
+
+    from .output import check_partitioning, make_dir
+
+    check_partitioning(fmt, partition_by)
+    if overwrite:
+        remove(out)
+    make_dir(out)  # there even when no task writes a row
+    settings = plan.settings
+
+    def decode_and_write(numbered: tuple[int, Task]) -> tuple[int, int]:
+        from ripple_cli.batch.arrow import record_batches
+
+        from .output import write_table
+
+        i, task = numbered
+        t = None if typed is None else typed.task(i)
+        counts = [0, 0]
+
+        def counted(items: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for b in items:
+                counts[0] += b.num_rows
+                counts[1] += b.num_rows - b.column("problem").null_count
+                yield b
+
+        write_table(
+            counted(record_batches(typed_rows(task_rows(task, settings, t), t))),
+            out,
+            fmt,
+            partition_by,
+            f"part-{i:05d}",
+            empty=False,
+        )
+        return counts[0], counts[1]
+
+    # An RDD job, not a DataFrame's: nothing here needs Spark SQL, whose
+    # first query costs seconds of the JVM's start (make bench's export row).
+    sc = spark.sparkContext
+    sc.setJobDescription("ripple: decode and write")
+    done = sc.parallelize(list(enumerate(plan.tasks)), max(1, len(plan.tasks))).map(decode_and_write).collect()
+    rows, problems = sum(r for r, _p in done), sum(p for _r, p in done)
+    if plan.rotated:
+        counters = Counters(spark)
+        rotated = _rotated_frame(spark, plan.rotated_parts, plan, spark_types(), counters, typed, False)
+        # Part files named after the tasks' (part-NNNNN by the task's number).
+        _write_frame(rotated, out, fmt, partition_by, f"part-{len(plan.tasks):05d}-r")
+        rows += counters.rows.value
+        problems += counters.problems.value
+    return rows, problems
 
 
 # ------------------------------------------------------------------ progress

@@ -11,10 +11,9 @@ from ripple_cli.codec.schema import Schema
 
 from .inputs import InputFile
 from .plan import DEFAULT_SPLIT, Plan, decode_plan, scan_tasks
-from .rows import Row
 from .scan import scan_task
 from .siblingcount import Tally
-from .tasks import ConnKey, RankedFrame, Settings, rotated_frames, rotated_rows, task_rows, typed_rows
+from .tasks import ConnKey, Item, RankedFrame, Settings, rotated_frames, rotated_rows, task_rows, typed_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,8 +32,8 @@ def plan_local(
     return decode_plan(tasks, scans, settings, file_schemas)
 
 
-def plan_rows(plan: Plan, typed: TypedOut | None = None, tallies: dict[int, Tally] | None = None) -> Iterator[Row]:
-    """Every task's rows, in task order; with `typed`, each task also
+def plan_rows(plan: Plan, typed: TypedOut | None = None, tallies: dict[int, Tally] | None = None) -> Iterator[Item]:
+    """Every task's rows (and the fast lane's batches of rows), in task order; with `typed`, each task also
     writes its typed part files (numbered as the Spark tasks number them);
     with `tallies`, each counts its sibling protocols' messages there
     (under the same numbers)."""

@@ -167,9 +167,10 @@ class RowBuilder:
     def __init__(self, where: Where, worker: bytes | None = None, typed: TaskTables | None = None) -> None:
         self.where = where
         self.typed = typed  # export --tables: each decoded Delta also goes to its typed table
-        self._base = where.columns()
+        self.base = where.columns()  # the first columns of each row (Where.columns)
         self.worker = worker
-        self._worker_text = None if worker is None else _text(worker)
+        # The worker column of its rows but a Heartbeat's or Checkpoint_ack's.
+        self.worker_text = None if worker is None else _text(worker)
         # Keyed by the CompiledSchema itself (identity): holding it keeps it
         # alive, so a key is never reused for another schema.
         self._programs: dict[CompiledSchema, Program | None] = {}
@@ -184,12 +185,12 @@ class RowBuilder:
         connection's rows, to the file each part was captured in)."""
         if where != self.where:
             self.where = where
-            self._base = where.columns()
+            self.base = where.columns()
 
     def _set_worker(self, worker: bytes) -> None:
         if worker != self.worker:
             self.worker = worker
-            self._worker_text = _text(worker)
+            self.worker_text = _text(worker)
 
     def _fingerprint(self, fingerprint: bytes) -> str:
         text = self._fingerprints.get(fingerprint)
@@ -230,7 +231,7 @@ class RowBuilder:
         if isinstance(body, Handshake):
             self._set_worker(body.source_worker_id)
         head = (
-            *self._base,
+            *self.base,
             f.offset,
             capture_time_ns,
             f.seq,
@@ -249,7 +250,7 @@ class RowBuilder:
             key, delta = self._delta(body, f.payload)
             row = (
                 *head,
-                self._worker_text,
+                self.worker_text,
                 _text(body.source_output),
                 key,
                 delta,
@@ -265,7 +266,7 @@ class RowBuilder:
         if isinstance(body, DeltaMsg):
             return (
                 *head,
-                self._worker_text,
+                self.worker_text,
                 _text(body.source_output),
                 _text(to_string(body.key)),
                 _text(to_string(body.delta_bytes)),
@@ -275,12 +276,12 @@ class RowBuilder:
                 None,  # msg_json
                 hour,
             )
-        worker = _text(body.worker_id) if isinstance(body, (Heartbeat, CheckpointAck)) else self._worker_text
+        worker = _text(body.worker_id) if isinstance(body, (Heartbeat, CheckpointAck)) else self.worker_text
         return (*head, worker, *_NO_DELTA, clean_text(_json(body_to_json(body))), hour)
 
     def problem(self, p: Problem, capture_time_ns: int | None) -> Row:
         return (
-            *self._base,
+            *self.base,
             p.offset if p.offset >= 0 else None,
             capture_time_ns,
             p.seq,
@@ -296,7 +297,7 @@ class RowBuilder:
             p.detail,
             p.severity.value,
             p.skipped,
-            self._worker_text,
+            self.worker_text,
             *_NO_DELTA,
             None,  # msg_json
             # A problem has no envelope time; its capture time, when there is

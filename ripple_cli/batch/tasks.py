@@ -24,7 +24,10 @@ import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import cache
+from importlib.util import find_spec
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from ripple_cli.capture.events import CaptureEvent, Endpoint, StreamId
 from ripple_cli.capture.formats import sniff_format
@@ -32,6 +35,7 @@ from ripple_cli.capture.packets import address_text, decode_frame
 from ripple_cli.capture.pcapfile import read_pcap, read_pcapng
 from ripple_cli.capture.reader import CaptureOptions, frame_events
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
+from ripple_cli.codec.fast import speedups
 from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
@@ -40,10 +44,11 @@ from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.pipeline import BaseSink, steps
 from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
 from ripple_cli.protocols.base import DissectOptions, LaneKind, ProtoMessage
-from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.registry import AUTO
 from ripple_cli.protocols.ripple.decoder import Event, StreamDecoder
+from ripple_cli.protocols.ripple.lane import Lane, LaneRun
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sources.inputs import input_events
 from ripple_cli.sources.urls import is_url, open_input
@@ -53,7 +58,15 @@ from .siblingcount import Tally, count
 from .split import first_envelope
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .tablefiles import TaskTables  # pyarrow's: imported only where --tables writes
+
+T = TypeVar("T")
+
+# What a task yields, in stream order: a row, or the rows of a run of
+# envelopes the fast lane took, as one batch (arrow.run_batch).
+Item: TypeAlias = "Row | pa.RecordBatch"
 
 CHUNK = 1 << 20
 # Problems of the framer (a damaged region, not a framed envelope).
@@ -184,9 +197,9 @@ def ripple_demux(
 
 class RowSink(BaseSink):
     """A pipeline sink: each message and problem as a row, one RowBuilder per
-    stream direction; `take` hands over the rows made so far."""
-
-    takes_runs = False
+    stream direction; `take` hands over the rows made so far.  With `lanes`
+    (and no typed tables, which need each Delta's values), it takes the
+    fast lane's runs (LaneKind.ROWS) as batches."""
 
     def __init__(
         self,
@@ -195,14 +208,16 @@ class RowSink(BaseSink):
         streams_only: bool = False,
         typed: TaskTables | None = None,
         tally: Tally | None = None,
+        lanes: bool = False,
     ) -> None:
         self.source = source
+        self.takes_runs = lanes and typed is None
         self.typed = typed
         self.tally = tally  # stats: the sibling protocols' messages counted
         self.place = place  # where a row of a rotated connection is attributed
         self.streams_only = streams_only  # items of no stream (notes about a file) make no row
         self.builders: dict[StreamId | None, RowBuilder] = {}
-        self.rows: list[Row] = []
+        self.rows: list[Item] = []
         # The Demux's verdict on a stream's protocol (`attach`): only Ripple's
         # streams make rows of the all-messages table.
         self.protocol_of: Callable[[StreamId | None], str | None] = lambda _stream: RIPPLE
@@ -238,12 +253,19 @@ class RowSink(BaseSink):
         if self.protocol_of(origin.stream) in (RIPPLE, None):
             self.rows.append(self.builder(origin).problem(problem, origin.time_ns))
 
-    def take(self) -> list[Row]:
+    def run(self, origin: Origin, run: Run) -> None:
+        from .arrow import run_batch  # pyarrow's
+
+        # Only Ripple's lane makes runs of LaneKind.ROWS.
+        assert isinstance(run, LaneRun) and run.columns is not None
+        self.rows.append(run_batch(self.builder(origin), run, origin.time_ns))
+
+    def take(self) -> list[Item]:
         rows, self.rows = self.rows, []
         return rows
 
 
-def demux_rows(events: Iterable[CaptureEvent], demux: Demux, sink: RowSink) -> Iterator[Row]:
+def demux_rows(events: Iterable[CaptureEvent], demux: Demux, sink: RowSink) -> Iterator[Item]:
     for _ in steps(events, demux, sink):
         yield from sink.take()
     yield from sink.take()
@@ -252,8 +274,10 @@ def demux_rows(events: Iterable[CaptureEvent], demux: Demux, sink: RowSink) -> I
 # ------------------------------------------------------------------ raw
 
 
-def raw_range_rows(task: RawRange, settings: Settings, typed: TaskTables | None = None) -> Iterator[Row]:
-    """The rows of the messages and problems that start in [start, end)."""
+def raw_range_rows(task: RawRange, settings: Settings, typed: TaskTables | None = None) -> Iterator[Item]:
+    """The rows of the messages and problems that start in [start, end):
+    those of the envelopes the fast lane takes, as batches (arrow.run_batch),
+    unless the typed tables need each Delta's values."""
     if task.start >= task.end:
         return
     with open_input(settings.file(task.path)) as f:
@@ -271,15 +295,34 @@ def raw_range_rows(task: RawRange, settings: Settings, typed: TaskTables | None 
             return
         decoder = StreamDecoder(settings.registry(), DeltaMode.DECODE, settings.max_payload, start_offset=first)
         builder = RowBuilder(Where(task.path), task.worker, typed)
+        accel = lanes() if typed is None else None
+        frames = decoder.frames
+        lane = None
+        if accel is not None:
+            from .arrow import rows_before, run_batch  # pyarrow's
+
+            lane = Lane(accel, frames, decoder.messages.registry, DeltaMode.DECODE, None, LaneKind.ROWS)
         f.seek(first)
         while True:
             chunk = f.read(CHUNK)
-            # Step by step (an envelope or a damaged region at a time), so
-            # that the task stops at the first one past its range instead of
-            # decoding the rest of the chunk for nothing.
-            steps = decoder.feed_steps(chunk) if chunk else decoder.finish_steps()
-            for step in steps:
-                for ev in step:
+            final = not chunk
+            frames.append(chunk)
+            # The lane's runs and the decoder's steps (an envelope or a
+            # damaged region at a time), in stream order, so that the task
+            # stops at the first one past its range instead of decoding the
+            # rest of the chunk for nothing.
+            while True:
+                if lane is not None and (run := lane.run()) is not None:
+                    batch = run_batch(builder, run, None)
+                    if run.end > task.end and (ours := rows_before(batch, task.end)).num_rows < batch.num_rows:
+                        # An envelope past the range: the next task's from there.
+                        yield ours
+                        return
+                    yield batch
+                events = decoder.step(final)
+                if events is None:
+                    break
+                for ev in events:
                     # Past the range, the task stops at the first framed
                     # envelope (a message, or a problem of one: flags, a
                     # payload that does not decode): the next task starts
@@ -287,8 +330,9 @@ def raw_range_rows(task: RawRange, settings: Settings, typed: TaskTables | None 
                     if ev.offset >= task.end and not (isinstance(ev, Problem) and ev.kind in FRAMING_KINDS):
                         return
                     yield _row(builder, ev)
-            if not chunk:
+            if final:
                 return
+            frames.compact()
 
 
 def _row(builder: RowBuilder, ev: Event) -> Row:
@@ -302,16 +346,18 @@ def _row(builder: RowBuilder, ev: Event) -> Row:
 
 def capture_rows(
     task: CaptureFile, settings: Settings, typed: TaskTables | None = None, tally: Tally | None = None
-) -> Iterator[Row]:
+) -> Iterator[Item]:
     rotated = task.rotated
 
     def want(stream: StreamId | None) -> bool:
         return stream is None or conn_key(stream) not in rotated
 
     siblings = typed is not None or tally is not None
-    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, siblings=siblings)
+    sink = RowSink(task.path, typed=typed, tally=tally, lanes=lanes() is not None)
+    lane = LaneKind.ROWS if sink.takes_runs else None
+    demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, lane=lane, siblings=siblings)
     events = settings.events(task.path)
-    return demux_rows(events, demux, RowSink(task.path, typed=typed, tally=tally).attach(demux))
+    return demux_rows(events, demux, sink.attach(demux))
 
 
 RankedFrame = tuple[int, int, int, int, bytes]  # (file rank, index in the file, time_ns, link type, frame bytes)
@@ -356,12 +402,15 @@ def rotated_rows(
     demux = ripple_demux(name, settings, DeltaMode.DECODE, siblings=typed is not None or tally is not None)
     # Notes about a file (no stream) are its CaptureFile task's.
     sink = RowSink(name, group.where, streams_only=True, typed=typed, tally=tally)
-    return demux_rows(events, demux, sink.attach(demux))
+    for item in demux_rows(events, demux, sink.attach(demux)):
+        # A sink without lanes makes rows only: the shuffle's rows go to Spark one by one.
+        assert isinstance(item, tuple)
+        yield item
 
 
 def task_rows(
     task: Task, settings: Settings, typed: TaskTables | None = None, tally: Tally | None = None
-) -> Iterator[Row]:
+) -> Iterator[Item]:
     """A task's rows; with `tally` (stats), its sibling protocols' messages
     counted there (a raw stream is Ripple's only)."""
     if isinstance(task, RawRange):
@@ -369,7 +418,32 @@ def task_rows(
     return capture_rows(task, settings, typed, tally)
 
 
-def typed_rows(rows: Iterator[Row], typed: TaskTables | None) -> Iterator[Row]:
+def rows_of(items: Iterable[Item]) -> Iterator[Row]:
+    """Rows, a lane's batches among them made rows again (stats' SQLite
+    takes rows)."""
+    for item in items:
+        if isinstance(item, tuple):
+            yield item
+        else:
+            from .arrow import batch_rows
+
+            yield from batch_rows(item)
+
+
+def lanes() -> ModuleType | None:
+    """The C extension, when the fast lane may make batches of rows: it is
+    built and pyarrow, which the batches are, is installed (stats runs
+    in-process without it)."""
+    accel = speedups()
+    return accel if accel is not None and _have_pyarrow() else None
+
+
+@cache
+def _have_pyarrow() -> bool:
+    return find_spec("pyarrow") is not None
+
+
+def typed_rows(rows: Iterator[T], typed: TaskTables | None) -> Iterator[T]:
     """`rows`, then the task's typed part files closed (written whole); a
     task that fails or is stopped takes back the part files it had begun."""
     if typed is None:

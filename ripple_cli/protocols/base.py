@@ -56,6 +56,9 @@ class LaneKind(Enum):
     SEXP = "sexp"  # also write their canonical lines (decode --format sexp)
     JSON = "json"  # also write their typed JSON objects, each after its head (decode --format json, jsonl)
     TABLE = "table"  # also write their table cells (decode --format table): Run.table_rows
+    # Also build their rows of the export's table, as Arrow buffers (Ripple's
+    # lane: LaneRun.columns; batch/arrow.py makes the record batch).
+    ROWS = "rows"
     # Consume those that fail the options' Prefilter (counted, not shown),
     # and leave those that may pass to the dissector's Python decoder
     # (decode, tap with --type/--output/--key/-Y).  With SEXP or JSON and

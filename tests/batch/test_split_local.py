@@ -15,7 +15,7 @@ from ripple_cli.batch.inputs import discover
 from ripple_cli.batch.local import local_rows, plan_local
 from ripple_cli.batch.rows import COLUMN_NAMES, row_dict
 from ripple_cli.batch.split import bytes_reader, first_envelope, plan_ranges
-from ripple_cli.batch.tasks import RawRange, Settings, raw_range_rows
+from ripple_cli.batch.tasks import RawRange, Settings, raw_range_rows, rows_of
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD
 from ripple_cli.errors import InputUnreadable
 from tests.batch.conftest import DEMO, damaged_demo
@@ -55,7 +55,7 @@ def _rows_by_split(path: Path, size: int, split_size: int) -> list[dict[str, obj
     rows: list[dict[str, object]] = []
     for task in plan.tasks:
         assert isinstance(task, RawRange)
-        rows.extend(row_dict(r) for r in raw_range_rows(task, plan.settings))
+        rows.extend(row_dict(r) for r in rows_of(raw_range_rows(task, plan.settings)))
     return rows
 
 

@@ -144,11 +144,16 @@ def export(
             from ripple_cli.batch import job
 
             plan = run.plan(session, watcher)
-            frame, counters = run.frame(session, plan, typed_out(where, plan, tables))
-            job.write_rows(frame, messages, fmt, partition, overwrite)
+            typed = typed_out(where, plan, tables)
+            if job.written_by_tasks(messages, fmt):
+                rows, problems = job.export_by_tasks(session.spark, plan, messages, fmt, partition, overwrite, typed)
+            else:
+                frame, counters = run.frame(session, plan, typed)
+                job.write_rows(frame, messages, fmt, partition, overwrite)
+                rows, problems = counters.rows.value, counters.problems.value
             if tables:
                 finish_tables(where)
-        rows, problems, how = counters.rows.value, counters.problems.value, ""
+        how = ""
     part = "" if partition_by == "none" else f", partitioned by {partition_by}"
     if tables:
         part += ", with typed tables"

@@ -71,10 +71,12 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
     if run.without_spark("stats"):
         from ripple_cli.batch.local import plan_rows
         from ripple_cli.batch.sqlite import run_stats_local
+        from ripple_cli.batch.tasks import rows_of
 
         plan = run.plan_in_process()
         tallies: dict[int, Tally] = {}
-        report, timelines = run_stats_local(plan_rows(plan, tallies=tallies), figures, plots=plot_dir is not None)
+        rows = rows_of(plan_rows(plan, tallies=tallies))
+        report, timelines = run_stats_local(rows, figures, plots=plot_dir is not None)
         how = " in-process, without Spark;"
     else:
         with run.spark() as (session, watcher):

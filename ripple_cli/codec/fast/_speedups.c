@@ -30,6 +30,7 @@
 #include "jsonout.h"
 #include "tableout.h"
 #include "handshake.h"
+#include "rowsout.h"
 
 #define HEADER_SIZE 59
 #define OVERHEAD 63
@@ -1072,6 +1073,7 @@ typedef struct {
     Out scratch; /* a key's text, to compare */
     Out cell; /* a table cell's text, before it is escaped */
     Out out; /* the text, reused from call to call */
+    Rows rows; /* RENDER_ROWS: the columns, reused from call to call */
     int busy; /* in run: `out` is in use (resolve must not call run again) */
     /* The registry's answers, kept from run to run unless the caller says
      * they may have changed (a Handshake went through Python in between):
@@ -1317,6 +1319,30 @@ put_json_field(Out *o, const char *name, int first)
     JS_LIT(o, "\":");
 }
 
+/* The head of a message's JSON: its envelope's fields and `"msg":{` for
+ * decode's JSON lines, or, for an export row (RENDER_ROWS, j the msg_json
+ * column), the envelope's columns and the msg object's `{`. */
+static void
+json_open(Scanner *sc, Out *j, long long offset, size_t length, int64_t seq, int64_t time_ns, const uint8_t *raw_fp,
+          const char *type)
+{
+    if (sc->render == RENDER_ROWS) {
+        rows_head(&sc->rows, offset, length, seq, time_ns, raw_fp, fp_len(raw_fp), type);
+        out_ch(j, '{');
+    }
+    else
+        put_json_head(j, offset, length, seq, time_ns, raw_fp, type);
+}
+
+static inline void
+json_close(Scanner *sc, Out *j)
+{
+    if (sc->render == RENDER_ROWS)
+        out_ch(j, '}');
+    else
+        JS_LIT(j, "}}\n");
+}
+
 static int
 bytes_in(PyObject *tuple, const uint8_t *s, size_t n)
 {
@@ -1410,10 +1436,14 @@ static int
 run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
 {
     Scanner *sc = cx->sc;
-    Out *o = sc->render == RENDER_SEXP ? &sc->out : NULL;
-    Out *j = sc->render == RENDER_JSON ? &sc->out : NULL;
-    Out *t = sc->render == RENDER_TABLE ? &sc->out : NULL;
     uint8_t tag = h[5];
+    Rows *rw = sc->render == RENDER_ROWS ? &sc->rows : NULL;
+    Out *o = sc->render == RENDER_SEXP ? &sc->out : NULL;
+    /* An export row's other types are their JSON (msg_json) */
+    Out *j = sc->render == RENDER_JSON ? &sc->out : rw && tag != 1 ? &rw->data[RS_MSG_JSON] : NULL;
+    Out *t = sc->render == RENDER_TABLE ? &sc->out : NULL;
+    const uint8_t *own_worker = NULL; /* a Heartbeat's or Checkpoint_ack's worker_id */
+    size_t own_worker_len = 0;
     if (sc->select && tag != 1) {
         /* another type passes when the prefilter allows it and asks nothing of Deltas alone */
         int may = (sc->tags >> tag & 1) && !sc->outputs && !sc->keys;
@@ -1460,7 +1490,26 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             if (!may)
                 o = j = t = NULL; /* passed over: validated, counted, not shown */
         }
-        if (o) {
+        if (rw) {
+            rows_head(rw, offset, length, seq, time_ns, raw_fp, fp_len(raw_fp), "Delta");
+            rows_i64(rw, RI_SEQUENCE_NO, sequence_no);
+            rows_i64(rw, RI_WATERMARK_NS, has_wm ? wm : 0);
+            rows_bytes(rw, RS_SOURCE_OUTPUT, output, output_len);
+            size_t start = rw->data[RS_KEY].len;
+            if (!typed)
+                sx_atom(rows_text(rw, RS_KEY), key, key_len);
+            else if ((e = walk_key(fe->prog, key, key_len, rows_text(rw, RS_KEY))) != 0)
+                return e == -1 ? 1 : -1;
+            rows_text_done(rw, RS_KEY, start);
+            start = rw->data[RS_DELTA].len;
+            if (!typed)
+                sx_atom(rows_text(rw, RS_DELTA), delta, delta_len);
+            else if ((e = walk_delta(fe->prog, delta, delta_len, rows_text(rw, RS_DELTA))) != 0)
+                return e == -1 ? 1 : -1;
+            rows_text_done(rw, RS_DELTA, start);
+            rows_end(rw, 1u << RB_HAS_DELTA | (has_wm ? 1u << RB_HAS_WATERMARK : 0) | (typed ? 1u << RB_SCHEMA_KNOWN : 0));
+        }
+        else if (o) {
             put_head(o, seq, time_ns, raw_fp, "Delta");
             put_field(o, "source_output");
             sx_atom(o, output, output_len);
@@ -1492,7 +1541,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             put_tail(o);
         }
         else if (j) {
-            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Delta");
+            json_open(sc, j, offset, length, seq, time_ns, raw_fp, "Delta");
             put_json_field(j, "source_output", 1);
             js_bytes(j, output, output_len);
             if (typed) {
@@ -1517,7 +1566,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
                 js_int(j, wm);
             else
                 JS_LIT(j, "null");
-            JS_LIT(j, "}}\n");
+            json_close(sc, j);
         }
         else if (t) {
             if (typed && !fe->prog->names)
@@ -1576,12 +1625,12 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             put_tail(o);
         }
         else if (j) {
-            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Checkpoint_request");
+            json_open(sc, j, offset, length, seq, time_ns, raw_fp, "Checkpoint_request");
             put_json_field(j, "checkpoint_id", 1);
             js_int(j, cid);
             put_json_field(j, "requested_at_ns", 0);
             js_int(j, at);
-            JS_LIT(j, "}}\n");
+            json_close(sc, j);
         }
         else if (t) {
             tb_head(t, offset, seq, time_ns, "Checkpoint_request", raw_fp);
@@ -1598,6 +1647,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
         uint64_t n;
         if (t || rd_string(&pr, &worker, &worker_len) || rd_int(&pr, &cid) || rd_count(&pr, &n))
             return 1; /* the table's summary of an ack (rstrip) is Python's */
+        own_worker = worker, own_worker_len = worker_len;
         if (o) {
             put_head(o, seq, time_ns, raw_fp, "Checkpoint_ack");
             put_field(o, "worker_id");
@@ -1610,7 +1660,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             sx_open(o);
         }
         else if (j) {
-            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Checkpoint_ack");
+            json_open(sc, j, offset, length, seq, time_ns, raw_fp, "Checkpoint_ack");
             put_json_field(j, "worker_id", 1);
             js_bytes(j, worker, worker_len);
             put_json_field(j, "checkpoint_id", 0);
@@ -1645,8 +1695,10 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             sx_close(o);
             put_tail(o);
         }
-        else if (j)
-            JS_LIT(j, "]}}\n");
+        else if (j) {
+            out_ch(j, ']');
+            json_close(sc, j);
+        }
         break;
     }
     case 4: { /* Heartbeat */
@@ -1657,6 +1709,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
         if (rd_string(&pr, &worker, &worker_len) || rd_int_any(&pr, &ts) || rd_float(&pr, &load) ||
             pr.pos != pr.len)
             return 1;
+        own_worker = worker, own_worker_len = worker_len;
         if (o) {
             put_head(o, seq, time_ns, raw_fp, "Heartbeat");
             put_field(o, "worker_id");
@@ -1671,7 +1724,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             put_tail(o);
         }
         else if (j) {
-            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Heartbeat");
+            json_open(sc, j, offset, length, seq, time_ns, raw_fp, "Heartbeat");
             put_json_field(j, "worker_id", 1);
             js_bytes(j, worker, worker_len);
             put_json_field(j, "timestamp_ns", 0);
@@ -1679,7 +1732,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             put_json_field(j, "load", 0);
             if (js_float(j, load))
                 return -1;
-            JS_LIT(j, "}}\n");
+            json_close(sc, j);
         }
         else if (t) {
             tb_head(t, offset, seq, time_ns, "Heartbeat", raw_fp);
@@ -1714,7 +1767,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             sx_open(o);
         }
         else if (j) {
-            put_json_head(j, offset, length, seq, time_ns, raw_fp, "Schema_negotiation");
+            json_open(sc, j, offset, length, seq, time_ns, raw_fp, "Schema_negotiation");
             if (ok)
                 JS_LIT(j, "\"ok\":true,\"errors\":[");
             else
@@ -1754,14 +1807,22 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             sx_close(o);
             put_tail(o);
         }
-        else if (j)
-            JS_LIT(j, "]}}\n");
+        else if (j) {
+            out_ch(j, ']');
+            json_close(sc, j);
+        }
         else if (c && tb_flush(t, c, '\n'))
             return -1;
         break;
     }
     default: /* Handshake (it declares schemas) and unknown types */
         return 1;
+    }
+    if (rw && tag != 1) {
+        rows_no_delta(rw);
+        if (own_worker)
+            rows_bytes(rw, RS_WORKER, own_worker, own_worker_len);
+        rows_end(rw, 1u << RB_HAS_MSG_JSON | (own_worker ? 1u << RB_OWN_WORKER : 0));
     }
 
     if (!sc->rules)
@@ -1821,6 +1882,10 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kw)
             return -1;
         }
     }
+    if (self->select && self->render == RENDER_ROWS) {
+        PyErr_SetString(PyExc_ValueError, "select: an export row is made for every message");
+        return -1;
+    }
     if (self->select && self->render != RENDER_NONE && !self->exact) {
         PyErr_SetString(PyExc_ValueError, "select: Python judges what may pass; only an exact prefilter renders");
         return -1;
@@ -1828,7 +1893,7 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kw)
     Py_XSETREF(self->outputs, outputs == Py_None ? NULL : Py_NewRef(outputs));
     Py_XSETREF(self->keys, keys == Py_None ? NULL : Py_NewRef(keys));
     if (self->render != RENDER_NONE && self->render != RENDER_SEXP && self->render != RENDER_JSON &&
-        self->render != RENDER_TABLE) {
+        self->render != RENDER_TABLE && self->render != RENDER_ROWS) {
         PyErr_SetString(PyExc_ValueError, "render: one of layout.py's RENDER_MODES");
         return -1;
     }
@@ -1870,11 +1935,13 @@ Scanner_dealloc(Scanner *self)
     PyMem_Free(self->out.p);
     PyMem_Free(self->scratch.p);
     PyMem_Free(self->cell.p);
+    rows_free(&self->rows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* run(buf, pos, end, base, last_seq, worker, applied, fresh)
  *   -> (pos, messages, bytes, counts, last_seq, text, records, names)
+ * text: RENDER_ROWS's (rows, int64s, strings, bitmaps) (rowsout.h), else bytes or None.
  * fresh: ask resolve again (the registry may have changed since the last run). 
  * See the top of this file and lane.py. */
 static PyObject *
@@ -1926,6 +1993,10 @@ Scanner_run(Scanner *self, PyObject *args)
     self->out.len = 0;
     self->out.need = 0;
     self->out.failed = 0;
+    Rows *rw = self->render == RENDER_ROWS ? &self->rows : NULL;
+    RowsMark row_mark;
+    if (rw)
+        rows_reset(rw);
 
     const uint8_t *b = view.buf;
     size_t n = (size_t)end, p = (size_t)pos;
@@ -1944,12 +2015,21 @@ Scanner_run(Scanner *self, PyObject *args)
         if (h[6] != 0) /* non-zero flags: a warning */
             break;
         size_t mark = self->out.len;
+        if (rw)
+            rows_mark(rw, &row_mark);
         int rc = run_frame(&cx, h, (size_t)length, base + (long long)p);
-        if (rc != 0 || self->out.failed) {
+        int failed = self->out.failed || (rw && rows_failed(rw));
+        if (rw && rw->too_big && rc == 0) {
+            rw->too_big = 0;
+            rc = 1; /* Python's row */
+        }
+        if (rc != 0 || failed) {
             self->out.len = mark; /* the stopped envelope's partial line */
+            if (rw)
+                rows_back(rw, &row_mark);
             if (rc < 0)
                 goto done;
-            if (self->out.failed) {
+            if (failed) {
                 PyErr_NoMemory();
                 goto done;
             }
@@ -1959,11 +2039,14 @@ Scanner_run(Scanner *self, PyObject *args)
         nbytes += OVERHEAD + length;
         counts[h[5]]++;
         p += OVERHEAD + (size_t)length;
+        if (rw && rows_full(rw))
+            break; /* the rest in the next run */
     }
     counts_t = Py_BuildValue("(LLLLLL)", counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]);
     last = cx.has_last ? PyLong_FromLongLong(cx.last_seq) : Py_NewRef(last_obj);
-    text = self->render != RENDER_NONE ? PyBytes_FromStringAndSize(self->out.p ? self->out.p : "", (Py_ssize_t)self->out.len)
-                        : Py_NewRef(Py_None);
+    text = rw                            ? rows_result(rw)
+           : self->render != RENDER_NONE ? PyBytes_FromStringAndSize(self->out.p ? self->out.p : "", (Py_ssize_t)self->out.len)
+                                         : Py_NewRef(Py_None);
     recs = PyBytes_FromStringAndSize((const char *)cx.recs, (Py_ssize_t)(cx.nrecs * sizeof(int64_t)));
     if (counts_t && last && text && recs)
         result = Py_BuildValue("(nLLOOOOO)", (Py_ssize_t)p, messages, nbytes, counts_t, last, text, recs, cx.names);

@@ -52,6 +52,9 @@ class Program:
     def key_json(self, data: bytes, /) -> bytes | None: ...
     def delta_json(self, data: bytes, /) -> bytes | None: ...
 
+# RENDER_ROWS's text: (rows, int64 buffers, (offsets, data) pairs, bitmaps) (layout.py's ROW_*)
+RowBuffers = tuple[int, tuple[bytes, ...], tuple[tuple[bytes, bytes], ...], tuple[bytes, ...]]
+
 class Scanner:
     def __init__(
         self,
@@ -76,7 +79,9 @@ class Scanner:
         applied: dict[tuple[bytes, bytes], int] | None,
         fresh: bool,
         /,
-    ) -> tuple[int, int, int, tuple[int, int, int, int, int, int], int | None, bytes | None, bytes, list[object]]: ...
+    ) -> tuple[
+        int, int, int, tuple[int, int, int, int, int, int], int | None, bytes | RowBuffers | None, bytes, list[object]
+    ]: ...
 
 def read_handshake(payload: bytes, kinds: tuple[object, ...], /) -> Any: ...
 def handshake_line(seq: int, time_ns: int, fingerprint: bytes, flags: int, payload: bytes, /) -> bytes | None: ...

@@ -69,7 +69,44 @@ RENDER_NONE = 0  # nothing: count them (verify)
 RENDER_SEXP = 1  # their canonical lines
 RENDER_JSON = 2  # their typed JSON objects, each without its head ({"v":1, then where it came from)
 RENDER_TABLE = 3  # their table cells (offset, seq, time, type, schema, output, key, summary), escaped, a tab between
-RENDER_MODES: dict[str, int] = {"NONE": RENDER_NONE, "SEXP": RENDER_SEXP, "JSON": RENDER_JSON, "TABLE": RENDER_TABLE}
+RENDER_ROWS = 4  # their export rows' columns, as Arrow buffers (the ROW_* tables below)
+RENDER_MODES: dict[str, int] = {
+    "NONE": RENDER_NONE,
+    "SEXP": RENDER_SEXP,
+    "JSON": RENDER_JSON,
+    "TABLE": RENDER_TABLE,
+    "ROWS": RENDER_ROWS,
+}
+
+# RENDER_ROWS: the columns of batch/rows.py's COLUMNS that vary from message
+# to message, as the buffers of Arrow arrays (batch/arrow.py puts them
+# together with the columns a run shares).  Scanner.run hands back
+# (rows, int64s, strings, bitmaps) in place of its text: one buffer of
+# int64 values (little-endian, one a row; 0 where the row's value is null)
+# per ROW_INT64 name, an (int32 offsets, UTF-8 data) pair per ROW_STRINGS
+# name, and one bitmap (Arrow's bit order, bit i of byte i // 8) per
+# ROW_BITMAPS name, in these orders.
+ROW_INT64 = (
+    "offset",
+    "seq",
+    "time_ns",
+    "time",  # the microseconds, floored
+    "size",
+    "payload_length",
+    "sequence_no",  # valid: has_delta
+    "watermark_ns",  # valid: has_watermark
+    "event_hour",  # the hour's first microsecond
+)
+ROW_STRINGS = (
+    "schema",
+    "type",
+    "source_output",  # valid: has_delta
+    "key",  # valid: has_delta
+    "delta",  # valid: has_delta
+    "msg_json",  # valid: has_msg_json
+    "worker",  # valid: own_worker (else the run's worker: the stream's last Handshake's)
+)
+ROW_BITMAPS = ("has_delta", "has_watermark", "has_msg_json", "own_worker", "schema_known")
 
 # What the C module's `LAYOUT` must equal.
 LAYOUT: dict[str, object] = {
@@ -80,4 +117,7 @@ LAYOUT: dict[str, object] = {
     "record_fields": REC_FIELDS,
     "record_word_bytes": array(RECORD_TYPECODE).itemsize,
     "render_modes": RENDER_MODES,
+    "row_int64": ROW_INT64,
+    "row_strings": ROW_STRINGS,
+    "row_bitmaps": ROW_BITMAPS,
 }

@@ -38,6 +38,7 @@ from ripple_cli.codec.fast.layout import (
     RECORD_TYPECODE,
     RENDER_JSON,
     RENDER_NONE,
+    RENDER_ROWS,
     RENDER_SEXP,
     RENDER_TABLE,
 )
@@ -58,7 +59,7 @@ from ripple_cli.protocols.ripple.rules import (
 
 if TYPE_CHECKING:
     from ripple_cli.codec.delta import CompiledSchema
-    from ripple_cli.codec.fast._speedups import Program
+    from ripple_cli.codec.fast._speedups import Program, RowBuffers
     from ripple_cli.codec.framing import FrameDecoder
     from ripple_cli.codec.registry import SchemaRegistry
 
@@ -80,6 +81,9 @@ class LaneRun(Run):
     lines: int  # in text: the messages shown (all of them, unless a selection passed over some)
     records: array[int]  # stream-rule problems, REC_WORDS each (codec/fast/layout.py)
     names: list[Any]  # fingerprints and (worker, output) keys the records point to
+    # LaneKind.ROWS: their export rows' columns (the scanner's RowBuffers:
+    # layout.py's ROW_* tables); else None.
+    columns: RowBuffers | None = None
 
     @property
     def problem_count(self) -> int:
@@ -180,6 +184,7 @@ _RENDER = {
     LaneKind.SEXP: RENDER_SEXP,
     LaneKind.JSON: RENDER_JSON,
     LaneKind.TABLE: RENDER_TABLE,
+    LaneKind.ROWS: RENDER_ROWS,
     LaneKind.SELECT: RENDER_NONE,
 }
 
@@ -262,6 +267,8 @@ class Lane:
         records: array[int] = array(RECORD_TYPECODE)
         if recs:
             records.frombytes(recs)
+        if isinstance(text, tuple):  # LaneKind.ROWS
+            return LaneRun(base + pos, base + end, messages, nbytes, by_tag, b"", 0, records, names, text)
         text = text or b""
         lines = text.count(b"\n") if self._selecting else messages if text else 0
         return LaneRun(base + pos, base + end, messages, nbytes, by_tag, text, lines, records, names)
