@@ -16,7 +16,8 @@ setup(
             "ripple_cli.codec.fast._speedups",
             sources=[f"{FAST}/_speedups.c"],
             depends=[
-                f"{FAST}/{h}.h" for h in ("binprot", "crc32c", "handshake", "jsonout", "layout", "sexpout", "tableout")
+                f"{FAST}/{h}.h"
+                for h in ("binprot", "crc32c", "handshake", "jsonout", "layout", "rowsout", "sexpout", "tableout")
             ],
             optional=True,
         ),

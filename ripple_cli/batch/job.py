@@ -428,50 +428,21 @@ TEXT_TIMESTAMP = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 
 
 def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
+    """JSON lines or CSV by Spark's writer (which partitions them); Parquet,
+    and any format by URL, are written by the tasks (`export_by_tasks`,
+    `_write_by_url`)."""
     if is_url(out) and not out.startswith("file:"):
         _write_by_url(frame, out, fmt, partition_by, overwrite)
         return
-    spark = frame.sparkSession
+    assert fmt != "parquet", "Parquet is written by the tasks (export_by_tasks)"
     writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
     if partition_by:
         writer = writer.partitionBy(partition_by)
-    if fmt == "parquet":
-        # Timestamps as Parquet's microseconds (not Spark's default INT96).
-        key = "spark.sql.parquet.outputTimestampType"
-        before = spark.conf.get(key)
-        spark.conf.set(key, "TIMESTAMP_MICROS")
-        try:
-            writer.option("compression", "zstd").parquet(out)
-        finally:
-            if before is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, before)
-        _rewrite_parts(spark, out, partition_by)
-        return
     writer = writer.option("timeZone", "UTC").option("timestampFormat", TEXT_TIMESTAMP)
     if fmt == "jsonl":
         writer.json(out)
     else:
         writer.option("header", True).option("escape", '"').csv(out)
-
-
-def _rewrite_parts(spark: SparkSession, out: str, partition_by: str | None) -> None:
-    """Spark's part files written again by pyarrow, on the executors, as
-    the in-process writer writes them (messagefiles.py)."""
-    from ripple_cli.sources.urls import destination, is_url
-
-    from .messagefiles import part_files, rewrite
-
-    if is_url(out):  # file://, as Spark took it: the files are local
-        out = destination(out)[1]
-    paths = list(part_files(out))
-    if paths:
-        sc = spark.sparkContext
-        sc.setJobDescription("ripple: the table's metadata")
-        sc.parallelize(paths, min(len(paths), max(1, sc.defaultParallelism))).foreach(
-            lambda path: rewrite(path, partition_by)
-        )
 
 
 def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:
