@@ -483,6 +483,14 @@ def _write_frame(frame: DataFrame, out: str, fmt: str, partition_by: str | None,
     frame.mapInArrow(write, "rows long").collect()
 
 
+def _task_cpus() -> int:
+    """The cores Spark gives the running task (spark.task.cpus)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.cpus() if context is not None else 1
+
+
 def written_by_tasks(out: str, fmt: str) -> bool:
     """Whether `export_by_tasks` writes the table: Parquet anywhere, and
     any format by URL.  JSON lines and CSV to a local directory are Spark's
@@ -529,6 +537,8 @@ def export_by_tasks(
                 counts[1] += b.num_rows - b.column("problem").null_count
                 yield b
 
+        # One core a task (spark.task.cpus): pyarrow's threads would take
+        # the cores Spark gave the executor's other tasks.
         write_table(
             counted(record_batches(typed_rows(task_rows(task, settings, t), t))),
             out,
@@ -536,6 +546,7 @@ def export_by_tasks(
             partition_by,
             f"part-{i:05d}",
             empty=False,
+            threads=_task_cpus() > 1,
         )
         return counts[0], counts[1]
 

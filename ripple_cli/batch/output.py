@@ -43,11 +43,14 @@ def write_table(
     partition_by: str | None,
     part: str = "part-00000",
     empty: bool = True,
+    threads: bool = True,
 ) -> None:
     """The batches as part files named PART... under OUT (created if
     need be; other part files already there are left: each Spark task
     writes its own).  `empty`: a JSON or CSV part file even for no rows
-    (the one file of an in-process run), or none (a Spark task's)."""
+    (the one file of an in-process run), or none (a Spark task's).
+    `threads`: compress and write on pyarrow's threads beside this one (a
+    Spark task has the cores Spark gave it, and writes on its own)."""
     import pyarrow as pa
 
     from .arrow import ARROW_SCHEMA, TEXT_SCHEMA, as_text_times
@@ -85,6 +88,7 @@ def write_table(
                 # capture's lane makes a batch a packet): smaller files,
                 # and 40% less time on the bench stream.
                 min_rows_per_group=ROW_GROUP_ROWS,
+                use_threads=threads,
             )
             return
         fs.create_dir(path, recursive=True)
