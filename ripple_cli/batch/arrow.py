@@ -76,6 +76,15 @@ _STRINGS = {name: i for i, name in enumerate(ROW_STRINGS)}
 _BITMAP = {name: i for i, name in enumerate(ROW_BITMAPS)}
 
 
+def counted(batches: Iterable[pa.RecordBatch], counts: list[int]) -> Iterator[pa.RecordBatch]:
+    """The batches, each one's rows added to counts[0] and its problems to
+    counts[1] as it goes by (what export reports)."""
+    for batch in batches:
+        counts[0] += batch.num_rows
+        counts[1] += batch.num_rows - batch.column("problem").null_count
+        yield batch
+
+
 def batch_rows(batch: pa.RecordBatch) -> Iterator[Row]:
     """A batch's rows as tuples, timestamps as their microseconds (as a row
     holds them)."""

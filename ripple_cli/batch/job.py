@@ -462,6 +462,7 @@ def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None
 def _write_frame(frame: DataFrame, out: str, fmt: str, partition_by: str | None, prefix: str = "part-") -> None:
     """Each partition of the frame written by its task through pyarrow, as
     part files PREFIX + its number."""
+    from .arrow import counted
     from .output import write_table
 
     def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -470,15 +471,9 @@ def _write_frame(frame: DataFrame, out: str, fmt: str, partition_by: str | None,
 
         context = TaskContext.get()
         part = f"{prefix}{context.partitionId() if context else 0:05d}"
-        n = [0]
-
-        def counted() -> Iterator[pa.RecordBatch]:
-            for b in batches:
-                n[0] += b.num_rows
-                yield b
-
-        write_table(counted(), out, fmt, partition_by, part, empty=False)
-        yield pa.RecordBatch.from_pydict({"rows": [n[0]]})
+        counts = [0, 0]
+        write_table(counted(batches, counts), out, fmt, partition_by, part, empty=False)
+        yield pa.RecordBatch.from_pydict({"rows": [counts[0]]})
 
     frame.mapInArrow(write, "rows long").collect()
 
@@ -523,24 +518,17 @@ def export_by_tasks(
     settings = plan.settings
 
     def decode_and_write(numbered: tuple[int, Task]) -> tuple[int, int]:
-        from ripple_cli.batch.arrow import record_batches
+        from ripple_cli.batch.arrow import counted, record_batches
 
         from .output import write_table
 
         i, task = numbered
         t = None if typed is None else typed.task(i)
         counts = [0, 0]
-
-        def counted(items: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for b in items:
-                counts[0] += b.num_rows
-                counts[1] += b.num_rows - b.column("problem").null_count
-                yield b
-
         # One core a task (spark.task.cpus): pyarrow's threads would take
         # the cores Spark gave the executor's other tasks.
         write_table(
-            counted(record_batches(typed_rows(task_rows(task, settings, t), t))),
+            counted(record_batches(typed_rows(task_rows(task, settings, t), t)), counts),
             out,
             fmt,
             partition_by,

@@ -87,19 +87,13 @@ def write_local(
     or one by URL (output.write_table).  Returns (rows, problems)."""
     from ripple_cli.sources.urls import remove
 
-    from .arrow import record_batches
+    from .arrow import counted, record_batches
     from .output import check_partitioning, write_table
 
     check_partitioning(fmt, partition_by)
     counts = [0, 0]
 
-    def counted() -> Iterator[pa.RecordBatch]:
-        for batch in record_batches(plan_rows(plan, typed)):
-            counts[0] += batch.num_rows
-            counts[1] += batch.num_rows - batch.column("problem").null_count
-            yield batch
-
     if overwrite:
         remove(out)
-    write_table(counted(), out, fmt, partition_by)
+    write_table(counted(record_batches(plan_rows(plan, typed)), counts), out, fmt, partition_by)
     return counts[0], counts[1]

@@ -119,8 +119,9 @@ def spark_times(batch: pa.RecordBatch, name: str) -> pa.RecordBatch:
     import pyarrow.compute as pc
 
     col = batch.column(name)
-    text = pc.strftime(col, format="%Y-%m-%d %H:%M:%S")  # %S: whole seconds for a timestamp[s]
-    text = pc.utf8_slice_codeunits(text, 0, 19)
+    # %S of a timestamp[us] has the microseconds: the first 19 characters
+    # are up to the whole seconds (years 1 to 9999, as the column holds).
+    text = pc.utf8_slice_codeunits(pc.strftime(col, format="%Y-%m-%d %H:%M:%S"), 0, 19)
     micros = pc.cast(col, pa.int64())
     frac = pc.subtract(micros, pc.multiply(pc.divide(micros, 1_000_000), 1_000_000))  # divide truncates
     frac = pc.if_else(pc.less(frac, 0), pc.add(frac, 1_000_000), frac)
