@@ -27,19 +27,30 @@ class SourceReport:
     # A sibling protocol's connection summary (ConnectionAnalyzer.report),
     # with "protocol" first; None for Ripple and for the other direction.
     analysis: dict[str, Any] | None = None
+    # Problems past the report's keep_problems: counted by severity, not kept.
+    unlisted_errors: int = 0
+    unlisted_warnings: int = 0
+
+    @property
+    def unlisted(self) -> int:
+        return self.unlisted_errors + self.unlisted_warnings
 
     def counts(self, strict: bool) -> tuple[int, int]:
-        """(problems, warnings); under --strict warnings count as problems."""
-        errors = sum(1 for p in self.problems if p.severity is Severity.ERROR or strict)
-        return errors, len(self.problems) - errors
+        """(problems, warnings), listed or not; under --strict warnings
+        count as problems."""
+        errors = sum(1 for p in self.problems if p.severity is Severity.ERROR) + self.unlisted_errors
+        warnings = len(self.problems) + self.unlisted - errors
+        return (errors + warnings, 0) if strict else (errors, warnings)
 
 
 class Report:
     def __init__(self, strict: bool = False, keep_problems: int = 10_000) -> None:
         self.strict = strict
         self.sources: list[SourceReport] = []
-        self.keep_problems = keep_problems  # the rest are counted, not kept
-        self.dropped: Counter[str] = Counter()
+        self.keep_problems = keep_problems  # a stream's first; the rest are counted, not kept
+        # Problems that belong to no stream of the report (sinks that only
+        # count them for the exit code).
+        self.unattributed = 0
         # Inputs that gave no message (none at all, or none selected): a
         # problem of the run, for verify, unless --allow-empty.
         self.empty: list[str] = []
@@ -57,8 +68,15 @@ class Report:
     def problem(self, rep: SourceReport, p: Problem) -> None:
         if len(rep.problems) < self.keep_problems:
             rep.problems.append(p)
+        elif p.severity is Severity.ERROR:
+            rep.unlisted_errors += 1
         else:
-            self.dropped[rep.name] += 1
+            rep.unlisted_warnings += 1
+
+    def count(self, p: Problem) -> None:
+        """A problem of no stream of the report, for the exit code only."""
+        if self.is_problem(p):
+            self.unattributed += 1
 
     def run(self, rep: SourceReport, run: Run) -> None:
         """The messages and problems of a fast lane's run, as `message` and
@@ -72,7 +90,9 @@ class Report:
         if count:
             room = max(0, self.keep_problems - len(rep.problems))
             rep.problems.extend(run.problems(limit=min(room, count)))
-            self.dropped[rep.name] += count - min(room, count)
+            # A lane's run holds stream-rule problems only, all of them
+            # errors (protocols/ripple/rules.py).
+            rep.unlisted_errors += count - min(room, count)
 
     def nothing(self, name: str) -> None:
         """The input `name` gave no message (or its selection none)."""
@@ -83,7 +103,7 @@ class Report:
 
     @property
     def problem_count(self) -> int:
-        return sum(s.counts(self.strict)[0] for s in self.sources) + sum(self.dropped.values())
+        return sum(s.counts(self.strict)[0] for s in self.sources) + self.unattributed
 
     @property
     def warning_count(self) -> int:

@@ -35,8 +35,7 @@ class _Problems(BaseSink):
         pass
 
     def problem(self, origin: Origin, problem: Problem) -> None:
-        if self.report.is_problem(problem):
-            self.report.dropped["problems"] += 1
+        self.report.count(problem)
 
 
 def _time(ns: int | None) -> str | None:

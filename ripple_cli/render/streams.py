@@ -30,8 +30,7 @@ class _ProblemCount(BaseSink):
         pass
 
     def problem(self, origin: Origin, problem: Problem) -> None:
-        if self.report.is_problem(problem):
-            self.report.dropped["problems"] += 1
+        self.report.count(problem)
 
 
 def list_streams(env: Environment, paths: tuple[str, ...], inputs: Inputs) -> int:

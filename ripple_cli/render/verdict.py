@@ -42,8 +42,8 @@ def text_report(report: Report, unreadable: list[str]) -> str:
     for src in report.sources:
         lines.append(source_summary(report, src))
         lines.extend(problem_line(report, p) for p in src.problems)
-        if report.dropped[src.name]:
-            lines.append(f"  ... and {report.dropped[src.name]} more problems not listed")
+        if src.unlisted:
+            lines.append(f"  ... and {src.unlisted} more problems not listed")
         if src.analysis is not None:
             lines.extend(analysis_lines(src.analysis))
     total_msgs = sum(s.messages for s in report.sources)
@@ -121,7 +121,7 @@ def json_report(report: Report, unreadable: list[str]) -> bytes:
                 "bytes": s.bytes,
                 "by_type": dict(sorted(s.by_type.items())),
                 "problems": [_problem_json(report, p) for p in s.problems],
-                "problems_not_listed": report.dropped[s.name],
+                "problems_not_listed": s.unlisted,
                 **({"analysis": s.analysis} if s.analysis is not None else {}),
             }
             for s in report.sources

@@ -120,7 +120,7 @@ def test_report_counts_a_run_like_its_messages_and_problems() -> None:
         one.problem(a, p)
     bulk.run(b, batch)
     assert b.problems == a.problems == problems[:3]
-    assert bulk.dropped == one.dropped
+    assert (b.unlisted_errors, b.unlisted_warnings) == (a.unlisted_errors, a.unlisted_warnings) == (2, 0)
     assert (b.messages, b.bytes, dict(b.by_type)) == (7, 700, {"Delta": 5, "Checkpoint_request": 1, "Heartbeat": 1})
 
 
@@ -174,3 +174,34 @@ def test_a_finished_streams_lane_is_freed() -> None:
         del stream
     gc.collect()
     assert [r for r in refs if r() is not None] == []
+
+
+def test_problems_past_the_kept_ones_are_counted_by_severity() -> None:
+    """A stream's summary line counts every problem, listed or not, and a
+    warning past the kept ones stays a warning (no exit 1 without --strict)."""
+    from ripple_cli.codec.problems import Problem, Severity
+    from ripple_cli.render.verdict import text_report
+
+    def warn(i: int) -> Problem:
+        return Problem(i, "midstream", "w", severity=Severity.WARNING)
+
+    report = Report(keep_problems=2)
+    src = report.source("s")
+    for i in range(5):
+        report.problem(src, warn(i))
+    assert (report.problem_count, report.warning_count, report.exit_code) == (0, 5, 0)
+    lines = text_report(report, []).splitlines()
+    assert lines[0] == "s: 0 messages, 0 bytes: 5 warnings"
+    assert lines[-2:] == [
+        "  ... and 3 more problems not listed",
+        "verify: 1 stream, 0 messages, 0 problems, 5 warnings",
+    ]
+
+    strict = Report(strict=True, keep_problems=2)
+    src = strict.source("s")
+    for i in range(3):
+        strict.problem(src, warn(i))
+    batch = LaneRun(0, 500, 7, 700, (0, 5, 1, 0, 1, 0), b"", 0, array("q", [2, 0, 0, 0, 0, 0] * 4), [b"x/v1"])
+    strict.run(src, batch)
+    assert (strict.problem_count, strict.warning_count, strict.exit_code) == (7, 0, 1)
+    assert text_report(strict, []).splitlines()[0].endswith("700 bytes: 7 problems")
