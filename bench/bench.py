@@ -43,10 +43,12 @@ Workloads (--only takes these names):
   hostile   issue 15's classes of hostile input (a list bomb, 100,000 schemas, headers
             claiming 1 MiB, inflating Lumberjack frames, 20,000 connections): decode's time
             per KB against a clean input of their kind (within 10x), and peak RSS (512 MB)
-  tap       `ripple tap --listen --upstream` (proxy mode, printing sexp) vs socat relaying the
-            same: MB/s of the --count stream through it, and the p99 round trip of a small
-            request/response (one Heartbeat envelope, echoed) minus the direct one's;
-            direct, socat and ripple take turns for --tap-rounds rounds, each keeping its best
+  tap       `ripple tap --listen --upstream` (proxy mode) vs socat relaying the same: MB/s of
+            the --count stream through it, and the p99 round trip of a small request/response
+            (one Heartbeat envelope, echoed) minus the direct one's; for each of --tap-formats
+            (sexp, table and jsonl to /dev/null, and the live view on a pseudo-terminal), with
+            the bytes each tap says it did not decode (copies dropped); direct, socat and the
+            taps take turns for --tap-rounds rounds, each keeping its best
   memory    peak RSS of verify and decode (getrusage of each child), the same on a stream a
             tenth the size; with --big also on a 10 GB stream (generated once, deleted after
             unless --keep-big): streaming, the figure does not grow with the input
@@ -562,34 +564,73 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# The tap's outputs the bench relays through: -F FORMAT to /dev/null, and
+# "live", the live view (`-F table` on a terminal: a pseudo-terminal of
+# 160x50 here, read as fast as the tap writes it).
+TAP_FORMATS = ("sexp", "table", "jsonl", "live")
+
+
 @contextmanager
 def proxy(kind: str, upstream: int, tap_log: list[str]) -> Iterator[int]:
     """A proxy on a fresh port to 127.0.0.1:upstream: "direct" (none),
-    "socat", or "ripple" (`ripple tap`, printing sexp to /dev/null)."""
+    "socat", or "ripple" (`ripple tap`, printing sexp to /dev/null), or
+    "ripple -F FORMAT" (one of TAP_FORMATS)."""
     if kind == "direct":
         yield upstream
         return
     port = _free_port()
+    fmt = kind.split()[-1] if kind.startswith("ripple -F ") else "sexp"
     if kind == "socat":
         cmd = ["socat", f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork", f"TCP:127.0.0.1:{upstream}"]
     else:
         listen, up = f"127.0.0.1:{port}", f"127.0.0.1:{upstream}"
-        cmd = [sys.executable, "-m", "ripple_cli", "tap", "--listen", listen, "--upstream", up, "-F", "sexp"]
-    stderr = subprocess.PIPE if kind == "ripple" else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, text=True, cwd=ROOT)
+        cmd = [sys.executable, "-m", "ripple_cli", "tap", "--listen", listen, "--upstream", up]
+        cmd += ["-F", "table" if fmt == "live" else fmt]
+    stderr = subprocess.PIPE if kind != "socat" else subprocess.DEVNULL
+    screen: list[bytes] = []
+    if fmt == "live":
+        import fcntl
+        import pty
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+        proc = subprocess.Popen(cmd, stdout=slave, stderr=stderr, text=True, cwd=ROOT)
+        os.close(slave)
+
+        def drain() -> None:
+            while True:
+                try:
+                    chunk = os.read(master, 1 << 16)
+                except OSError:  # EIO: the tap's end closed the terminal
+                    return
+                if not chunk:
+                    return
+                screen.append(chunk)
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+    else:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, text=True, cwd=ROOT)
     try:
         _wait_listening(port, proc)
         yield port
     finally:
-        proc.send_signal(signal.SIGINT if kind == "ripple" else signal.SIGTERM)
+        proc.send_signal(signal.SIGINT if kind != "socat" else signal.SIGTERM)
         try:
             _out, err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             _out, err = proc.communicate()
             err = (err or "") + f"{kind} did not exit within 60 s of its signal: killed, its report cut short\n"
-        if kind == "ripple" and err:
-            tap_log.append(err)
+        if fmt == "live":
+            reader.join(10)
+            os.close(master)
+            # The live view's own summary, its last line on the screen.
+            text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(screen).decode(errors="replace"))
+            err = (err or "") + "".join(ln + "\n" for ln in text.splitlines() if "not decoded" in ln)[-400:]
+        if kind != "socat" and err:
+            tap_log.append(f"{kind}: {err}")
 
 
 def throughput(port: int, stream: Path) -> float:
@@ -694,6 +735,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=20_000, help="ping-pong round trips per proxy")
     ap.add_argument(
         "--tap-rounds", type=int, default=3, help="tap: rounds of direct, socat and ripple in turn; the best is kept"
+    )
+    ap.add_argument(
+        "--tap-formats",
+        default=",".join(TAP_FORMATS),
+        help="tap: the outputs relayed through, of " + ",".join(TAP_FORMATS) + " (live: the live view on a terminal)",
     )
     ap.add_argument("--with-pure", action="store_true", help="also time ripple with RIPPLE_PURE=1 (slow)")
     ap.add_argument("--write-4k", type=Path, help=argparse.SUPPRESS)  # generate_4k's child
@@ -952,7 +998,8 @@ def main() -> int:
         p50: dict[str, float] = {}
         # The three proxies take turns, round after round, so that whatever
         # else the machine does falls on all of them alike; each keeps its best.
-        kinds = ("direct", "socat", "ripple")
+        formats = [f for f in TAP_FORMATS if f in args.tap_formats.split(",")]
+        kinds = ("direct", "socat", *(f"ripple -F {f}" for f in formats))
         mbs = dict.fromkeys(kinds, 0.0)
         best_rt: dict[str, tuple[float, float]] = {}
         with netpeer_server() as (sink, echo):
@@ -966,28 +1013,38 @@ def main() -> int:
                         best_rt[kind] = rt
         for kind in kinds:
             p50[kind], p99[kind] = best_rt[kind]
-        ratio = mbs["ripple"] / mbs["socat"]
-        rows.append(Row("tap proxy throughput (MB/s)", mbs["ripple"], mbs["socat"], "1.0x", ratio >= 1.0))
-        added = {k: max(p99[k] - p99["direct"], 0.0) for k in ("socat", "ripple")}
-        lat_ratio = added["ripple"] / max(added["socat"], 1e-9)
-        rows.append(
-            Row(
-                "tap added p99 latency (us)",
-                added["ripple"],
-                added["socat"],
-                "<=1.5x",
-                lat_ratio <= 1.5,
-                ratio=lat_ratio,
+        tapped = [k for k in kinds if k.startswith("ripple")]
+        for kind in tapped:
+            ratio = mbs[kind] / mbs["socat"]
+            what = kind.removeprefix("ripple ").replace("-F live", "live view")
+            rows.append(Row(f"tap proxy throughput, {what} (MB/s)", mbs[kind], mbs["socat"], "1.0x", ratio >= 1.0))
+        added = {k: max(p99[k] - p99["direct"], 0.0) for k in ("socat", *tapped)}
+        for kind in tapped:
+            lat_ratio = added[kind] / max(added["socat"], 1e-9)
+            what = kind.removeprefix("ripple ").replace("-F live", "live view")
+            rows.append(
+                Row(
+                    f"tap added p99 latency, {what} (us)",
+                    added[kind],
+                    added["socat"],
+                    "<=1.5x",
+                    lat_ratio <= 1.5,
+                    ratio=lat_ratio,
+                )
             )
-        )
         notes.append(
             f"direct (no proxy): {mbs['direct']:,.0f} MB/s; round trip p50/p99 "
-            + ", ".join(f"{k} {p50[k]:.0f}/{p99[k]:.0f} us" for k in ("direct", "socat", "ripple"))
+            + ", ".join(f"{k} {p50[k]:.0f}/{p99[k]:.0f} us" for k in kinds)
             + f" ({args.rounds:,} round trips of a {request.stat().st_size}-byte envelope)"
         )
-        dropped = [ln.strip() for log in tap_log for ln in log.splitlines() if "not decoded" in ln or "killed" in ln]
-        if dropped:
-            notes.append(f"the tap's own report after the throughput run: {dropped[0]}")
+        # The tap's own count of the copies it dropped (bytes not decoded),
+        # each format's last throughput run: the views must drop no more than sexp.
+        for kind in tapped:
+            said = [ln.strip() for log in tap_log if log.startswith(kind + ":") for ln in log.splitlines()]
+            said = [ln for ln in said if "not decoded" in ln or "killed" in ln]
+            if said:
+                m = re.search(r"([\d,]+) bytes? not decoded", said[-1])
+                notes.append(f"{kind}: {m.group(1) if m else '?'} bytes not decoded (its last throughput run)")
 
     if "memory" in only and v_r and d_r:
         if "verify" not in anchor_rss:

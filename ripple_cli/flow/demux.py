@@ -32,7 +32,7 @@ from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.flow.protocol_choice import RIPPLE, ProtocolChoice
 from ripple_cli.protocols import registry as protocols
 from ripple_cli.protocols.base import ConnectionAnalyzer, Detection, StreamDissector
-from ripple_cli.protocols.item import Item, Run
+from ripple_cli.protocols.item import Item, Progress, Run
 from ripple_cli.protocols.origin import Origin
 
 Output = tuple[Origin, Item]
@@ -71,6 +71,8 @@ class StreamState:
     last_ns: int | None = None
     ended: str | None = None  # why the stream ended, once it has
     by_type: dict[str, int] = field(default_factory=dict)  # messages of each type name
+    # The dissector's progress (DissectOptions.progress), kept past its end.
+    progress: Progress | None = None
 
 
 class Demux:
@@ -129,7 +131,8 @@ class Demux:
             protocol = self.protocol_of(stream) or RIPPLE
             dissector = protocols.get(protocol)
             from_client = None if stream is None else stream.from_client
-            st = StreamState(stream, protocol, dissector.stream(self.options, from_client))
+            dis = dissector.stream(self.options, from_client)
+            st = StreamState(stream, protocol, dis, progress=dis.progress)
             if not self._syn.get(stream, True):
                 st.dissector.midstream()
             conn = None if stream is None else stream.connection

@@ -34,7 +34,7 @@ from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.text import tree_line
-from ripple_cli.protocols.item import Cells, Item, Tracker
+from ripple_cli.protocols.item import Cells, Item, Progress
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.sexp.tree import Sexp
 from ripple_cli.sexp.write import to_string_hum
@@ -129,6 +129,7 @@ class DissectOptions:
     rules: bool = False  # check the protocol's stream and connection rules (verify)
     lane: LaneKind | None = None  # use a fast lane where there is one, producing this
     prefilter: Prefilter = ANYTHING  # what LaneKind.SELECT passes over
+    progress: bool = False  # keep StreamDissector.progress (the tap's live view)
     renumber: bool = False  # encode: write sequence numbers from 1 where the protocol has them
 
 
@@ -195,6 +196,11 @@ def json_bytes(b: bytes) -> str | dict[str, str]:
 
 class StreamDissector(ABC):
     """One direction of a connection, or one raw stream file."""
+
+    # Its progress by the protocol's own numbering, kept when
+    # DissectOptions.progress asks and the protocol numbers anything the
+    # tap's live view shows; else None.
+    progress: Progress | None = None
 
     def midstream(self) -> None:
         """The capture did not see this connection open: the stream may start
@@ -343,11 +349,6 @@ class Dissector(ABC):
 
     def encoder(self, options: DissectOptions) -> Encoder:
         return Encoder(self)
-
-    def tracker(self) -> Tracker | None:
-        """A follower of one stream's progress (the tap's live view); None:
-        the protocol numbers nothing the view shows."""
-        return None
 
     def contained(self, text: Sexp) -> bool:
         """Whether a message's text describes bytes carried inside another

@@ -39,25 +39,23 @@ class Cells:
     key: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Progress:
-    """What one message tells of its stream's progress, for the tap's live
-    view: made by a protocol's `Tracker` (Dissector.tracker), which also
-    counts what the stream's numbering says went missing or came twice."""
+    """How far one stream direction has come by its own numbering, for the
+    tap's live view: kept by the stream's dissector when asked
+    (`DissectOptions.progress`, `StreamDissector.progress`), over every
+    message, a fast lane's runs included.  Cumulative: the reader compares
+    the counters with those it last read."""
 
-    seq: int | None = None  # the message's place in the stream's own numbering
-    position: tuple[str, int] | None = None  # (output, its sequence number), when it advances an output
-    watermark_ns: int | None = None  # the event-time watermark it carries
-    load: float | None = None  # a heartbeat's load
-    missing: int = 0  # sequence numbers skipped before it
-    duplicate: bool = False  # a sequence number already seen
-    out_of_order: bool = False  # its `seq` is not above the previous one
-
-
-class Tracker(Protocol):
-    """Follows one stream direction's messages, for `Progress`."""
-
-    def observe(self, msg: Decoded) -> Progress: ...
+    seq: int | None = None  # the last message's place in the stream's own numbering
+    position: tuple[str, int] | None = None  # (output, its sequence number) of the last message that advanced one
+    watermark_ns: int | None = None  # the last event-time watermark carried
+    load: float | None = None  # the last heartbeat's load
+    heartbeats: int = 0  # heartbeats seen: a new one arrived when this grows
+    watermarks: int = 0  # watermarks seen: a new one arrived when this grows
+    missing: int = 0  # sequence numbers skipped
+    duplicates: int = 0  # messages whose sequence number was already seen
+    out_of_order: int = 0  # messages whose `seq` is not above the previous one
 
 
 class Decoded(Protocol):
@@ -160,6 +158,14 @@ class Run:
 
     def table_rows(self, limit: int | None = None) -> list[TableRow]:
         """The rows of a LaneKind.TABLE run's text (only the first `limit`)."""
+        raise NotImplementedError
+
+    def last_table_rows(self, n: int) -> list[TableRow]:
+        """The last n rows of a LaneKind.TABLE run's text."""
+        raise NotImplementedError
+
+    def last_problems(self, n: int) -> list[Problem]:
+        """The last n of `problems`."""
         raise NotImplementedError
 
 

@@ -26,7 +26,8 @@ from rich.text import Text
 
 from ripple_cli.capture.events import StreamId
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.protocols.item import Decoded, Run
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.item import Decoded, Run, TableRow
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.columns import Column, Trimmed, cell, fitted_table, make_console
 from ripple_cli.render.table import time_of_day, type_style
@@ -108,7 +109,9 @@ def by_type_text(counts: dict[str, int]) -> str:
 
 
 class LiveView:
-    lane = None  # it shows messages one by one
+    # The fast lane writes each message's cells; the view keeps the last few
+    # of a run (its counters come from TapStats, which counts every message).
+    lane = LaneKind.TABLE
 
     def __init__(self, env: Environment, stats: TapStats, title: str = "", latest: int = LATEST) -> None:
         self.env = env
@@ -143,7 +146,29 @@ class LiveView:
         )
 
     def run(self, origin: Origin, run: Run, limit: int | None = None) -> None:
-        raise TypeError("the live view shows messages one by one: no fast lane runs")
+        """A run's last messages (up to `limit`, --count's rest), with the
+        problems among them, in stream order."""
+        keep = self._latest.maxlen or 0
+        rows = run.table_rows(limit) if limit is not None else run.last_table_rows(keep)
+        # A stream-rule problem follows its message (same offset).
+        tail: list[tuple[tuple[int, int], TableRow | Problem]] = [((int(r.offset), 0), r) for r in rows[-keep:]]
+        tail += [((p.offset, 1), p) for p in run.last_problems(keep)]
+        tail.sort(key=lambda t: t[0])
+        for _key, item in tail[-keep:]:
+            if isinstance(item, Problem):
+                self.problem(origin, item)
+            else:
+                self._latest.append(
+                    (
+                        cell(_conn(origin.stream)),
+                        Text(item.seq),
+                        Text(item.time),
+                        Text(item.type, style=item.style),
+                        Text(item.output),
+                        Text(item.key),
+                        Text(item.summary),  # the lane's cells are escaped already
+                    )
+                )
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         style = "yellow" if problem.severity is Severity.WARNING else "bold red"

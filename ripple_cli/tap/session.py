@@ -266,6 +266,8 @@ class Session:
             self.stats.event(ev)
             yield ev
             stream = ev.stream
+            if stream is not None and (st := demux.streams.get(stream)) is not None and st.progress is not None:
+                self.stats.progress(stream, st.progress, ev.time_ns)
             if stream is not None and stream in demux.undecoded:
                 self.stats.undecoded(stream.connection)
             if isinstance(ev, StreamEnd) and stream is not None:

@@ -13,12 +13,10 @@ from dataclasses import dataclass, field, replace
 
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamId, StreamStart
 from ripple_cli.codec.problems import Problem
-from ripple_cli.protocols import registry as protocols
-from ripple_cli.protocols.item import Decoded, Run, Tracker
+from ripple_cli.protocols.item import Decoded, Progress, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.terminal.words import plural
 
-_UNSET: Tracker | None = object()  # type: ignore[assignment]  # no message seen yet
 KEEP_CLOSED = 256  # closed connections kept for the view; older ones only count in the totals
 
 
@@ -60,7 +58,7 @@ class TapStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._streams: dict[StreamId, StreamStats] = {}
-        self._trackers: dict[StreamId, Tracker | None] = {}  # made at a stream's first message
+        self._seen: dict[StreamId, tuple[int, int]] = {}  # (heartbeats, watermarks) of the last progress read
         self._open: dict[int, int] = {}  # connection -> directions not yet ended
         self._closed: list[int] = []  # closed connections, oldest first
         self._ignored: dict[int, int] = {}  # connections found not to carry Ripple -> directions ended
@@ -107,7 +105,6 @@ class TapStats:
                 self.totals.not_decoded += ev.size
             elif isinstance(ev, StreamEnd) and st.ended is None:
                 st.ended = ev.reason
-                self._trackers.pop(stream, None)
                 left = self._open.get(stream.connection, 0) - 1
                 if left > 0:
                     self._open[stream.connection] = left
@@ -128,7 +125,7 @@ class TapStats:
                 self._ignored[connection] = ended  # its later events are ignored, until both ends
             for s in gone:
                 self.totals.stream_bytes -= self._streams.pop(s).stream_bytes
-                self._trackers.pop(s, None)
+                self._seen.pop(s, None)
             if gone:
                 self.totals.connections -= 1
             if self._open.pop(connection, None) is not None:
@@ -140,6 +137,7 @@ class TapStats:
             old = self._closed.pop(0)
             for s in [s for s in self._streams if s.connection == old]:
                 del self._streams[s]
+                self._seen.pop(s, None)
 
     def output(self, origin: Origin, item: Decoded | Problem) -> None:
         stream = origin.stream
@@ -160,39 +158,44 @@ class TapStats:
             st.messages += 1
             st.message_bytes += item.size
             st.by_type[name] += 1
-            tracker = self._trackers.get(stream, _UNSET)
-            if tracker is _UNSET:
-                tracker = self._trackers[stream] = protocols.get(item.protocol).tracker()
-            if tracker is None:
-                return
-            pr = tracker.observe(item)
-            st.last_seq = pr.seq
-            if pr.position is not None:
-                st.last_delta = pr.position
-            if pr.watermark_ns is not None and origin.time_ns is not None:
-                st.watermark_lag_ns = origin.time_ns - pr.watermark_ns
-            if pr.load is not None and origin.time_ns is not None:
-                st.heartbeat = (origin.time_ns, pr.load)
-            st.delta_missing += pr.missing
-            st.delta_duplicates += pr.duplicate
-            st.seq_errors += pr.out_of_order
 
     def run(self, origin: Origin, run: Run) -> None:
-        """A fast lane's run: its counts.  The details `output` keeps per
-        message (last seq, Delta, heartbeat, lag) are for the live view,
-        which never gets runs."""
+        """A fast lane's run: its counts, its problems among them."""
         stream = origin.stream
         with self._lock:
             t = self.totals
             t.messages += run.messages
+            t.problems += run.problem_count
             st = self._streams.get(stream) if stream is not None else None
             if st is not None:
                 st.messages += run.messages
                 st.message_bytes += run.size
+                st.problems += run.problem_count
             for name, n in run.counts():
                 t.by_type[name] += n
                 if st is not None:
                     st.by_type[name] += n
+
+    def progress(self, stream: StreamId, pr: Progress, time_ns: int | None) -> None:
+        """Where the stream's dissector has got to (StreamDissector.progress),
+        after an event that arrived at `time_ns`: a heartbeat or watermark
+        that is new since the last call arrived then."""
+        with self._lock:
+            st = self._streams.get(stream)
+            if st is None:
+                return
+            st.last_seq = pr.seq
+            st.last_delta = pr.position
+            seen = self._seen.get(stream, (0, 0))
+            if time_ns is not None:
+                if pr.heartbeats != seen[0] and pr.load is not None:
+                    st.heartbeat = (time_ns, pr.load)
+                if pr.watermarks != seen[1] and pr.watermark_ns is not None:
+                    st.watermark_lag_ns = time_ns - pr.watermark_ns
+            self._seen[stream] = (pr.heartbeats, pr.watermarks)
+            st.delta_missing = pr.missing
+            st.delta_duplicates = pr.duplicates
+            st.seq_errors = pr.out_of_order
 
     # -- any thread -----------------------------------------------------------
 

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
+from ripple_cli.capture.events import CaptureEvent
 from ripple_cli.codec.problems import Problem
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import BaseSink, pump
-from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import View
 from ripple_cli.render.columns import Column, fit, make_console
@@ -125,6 +127,8 @@ def test_schema_show_table(width: int | None) -> None:
 
 
 class _Feed(BaseSink):
+    takes_runs = True
+
     def __init__(self, stats: TapStats, view: LiveView) -> None:
         self.stats, self.view = stats, view
 
@@ -136,8 +140,13 @@ class _Feed(BaseSink):
         self.stats.output(origin, problem)
         self.view.problem(origin, problem)
 
+    def run(self, origin: Origin, run: Run) -> None:
+        self.stats.run(origin, run)
+        self.view.run(origin, run)
 
-def _live_view(capture: Path, width: int | None) -> tuple[LiveView, io.BytesIO]:
+
+def _live_view(capture: Path, width: int | None, lane: LaneKind | None = LaneKind.TABLE) -> tuple[LiveView, io.BytesIO]:
+    """The tap's decoding thread's work (tap/session.py), on a capture."""
     out = io.BytesIO()
     env = Environment(
         stdin=io.BytesIO(),
@@ -151,13 +160,17 @@ def _live_view(capture: Path, width: int | None) -> tuple[LiveView, io.BytesIO]:
     stats = TapStats()
     view = LiveView(env, stats, title="listening on 127.0.0.1:19400, forwarding to 127.0.0.1:9000")
     inputs = Inputs(schemas=(str(EXAMPLES / "schemas"),))
+    demux = inputs.demux("tap", lane=lane, progress=True)
 
-    def events() -> Iterator[object]:
+    def events() -> Iterator[CaptureEvent]:
         for ev in inputs.events(str(capture), env):
             stats.event(ev)
             yield ev
+            st = demux.streams.get(ev.stream)
+            if ev.stream is not None and st is not None and st.progress is not None:
+                stats.progress(ev.stream, st.progress, ev.time_ns)
 
-    pump(events(), inputs.demux("tap"), _Feed(stats, view))  # type: ignore[arg-type]
+    pump(events(), demux, _Feed(stats, view))
     return view, out
 
 
@@ -169,6 +182,11 @@ def test_live_view(capture: Path, width: int, monkeypatch: pytest.MonkeyPatch) -
     view.close()
     text = out.getvalue().decode()
     table_golden("live", text, width)
+    # The same whether the fast lane or Python decodes.
+    view, out = _live_view(capture, width, lane=None)
+    view.console.print(view.render(max_rows=10))
+    view.close()
+    assert out.getvalue().decode() == text
     assert "co… from…" not in text
     # The demo's direction, live and in the final summary: its msgs, bytes and seq at every width.
     rows = [line for line in text.splitlines() if re.match(r"1 c2s .* 300 .*36\.5K +300\b", line)]

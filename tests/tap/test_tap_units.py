@@ -30,9 +30,15 @@ from ripple_cli.capture.pcapng_writer import (
     rotated_name,
 )
 from ripple_cli.capture.reader import CaptureOptions, capture_events
-from ripple_cli.codec.envelope import Frame
-from ripple_cli.codec.messages import DELTA, DeltaMsg, Heartbeat
+from ripple_cli.codec.envelope import Frame, build_envelope
+from ripple_cli.codec.fast import speedups
+from ripple_cli.codec.messages import DELTA, FIXED_FINGERPRINTS, HEARTBEAT, DeltaMsg, Heartbeat, write_payload
 from ripple_cli.codec.problems import Problem
+from ripple_cli.flow.demux import Demux
+from ripple_cli.flow.pipeline import BaseSink, pump
+from ripple_cli.flow.protocol_choice import ProtocolChoice
+from ripple_cli.protocols.base import DissectOptions, LaneKind
+from ripple_cli.protocols.item import Progress, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.tap.live import by_type_text, human_bytes, human_duration
@@ -321,9 +327,65 @@ def test_bpf_expression() -> None:
 # ---------------------------------------------------------------- counters, and how they read
 
 
-def _msg(tag: int, seq: int, body: DeltaMsg | Heartbeat) -> Message:
-    frame = Frame(0, 1, tag, 0, seq, seq, b"x/v1", b"", 0)
-    return Message(frame, body)
+def _progress_stream() -> tuple[bytes, Progress]:
+    """A worker's stream: Deltas of "vwap" 1..300 but 53 and 54, 120 twice,
+    one envelope seq out of order, heartbeats of loads 0.1..., watermarks
+    on every third Delta; and the Progress it must leave."""
+    out, seq = bytearray(), 0
+    numbers = [n for n in range(1, 301) if n not in (53, 54)]
+    numbers.insert(numbers.index(121), 120)
+    for i, n in enumerate(numbers):
+        seq += 1 if i != 200 else -3
+        wm = 1_000_000_000 + i if i % 3 == 0 else None
+        out += build_envelope(DELTA, seq, 7, b"x/v1", write_payload(DeltaMsg(b"vwap", b"k", b"", n, wm)))
+        if i % 50 == 7:
+            seq += 1
+            out += build_envelope(
+                HEARTBEAT, seq, 7, FIXED_FINGERPRINTS[HEARTBEAT], write_payload(Heartbeat(b"w", 1, i / 1000))
+            )
+    last_wm = max(i for i in range(len(numbers)) if i % 3 == 0)
+    want = Progress(seq, ("vwap", 300), 1_000_000_000 + last_wm, 0.257, 0, 0, 2, 1, 1)
+    return bytes(out), want
+
+
+@pytest.mark.parametrize("lane", [None, LaneKind.TABLE, LaneKind.SEXP, LaneKind.SELECT])
+@pytest.mark.parametrize("chunk", [1, 57, 1000, 1 << 20])
+def test_progress_is_the_same_whether_the_lane_or_python_decodes(lane: LaneKind | None, chunk: int) -> None:
+    """The live view's counters (StreamDissector.progress) come from the
+    Python decoder's messages and the fast lane's runs alike, split
+    anywhere; the lane really ran when it was asked for."""
+    data, want = _progress_stream()
+    options = DissectOptions(lane=lane, progress=True)
+    demux = Demux("t", ProtocolChoice(protocol="ripple", options=options))
+    a = _sid(1, True)
+    events: list[CaptureEvent] = [StreamStart(a, 1, True)]
+    events += [StreamData(a, data[i : i + chunk], 2) for i in range(0, len(data), chunk)]
+    events.append(StreamEnd(a, 3, "fin"))
+
+    class Count(BaseSink):
+        takes_runs = True
+        runs = problems = 0
+
+        def run(self, origin: Origin, run: Run) -> None:
+            self.runs += 1
+            self.problems += run.problem_count
+
+        def problem(self, origin: Origin, problem: Problem) -> None:
+            self.problems += 1
+
+    sink = Count()
+    pump(events, demux, sink)
+    got = demux.streams[a].progress
+    assert got is not None
+    # heartbeats and watermarks only grow (a run counts its several once)
+    assert (got.heartbeats > 0, got.watermarks > 0) == (True, True)
+    got.heartbeats = got.watermarks = 0
+    assert got == want
+    assert sink.problems == 0  # without --rules the numbering is the view's, not a problem
+    if lane is None or speedups() is None:
+        assert sink.runs == 0
+    elif chunk > 1:
+        assert sink.runs > 0
 
 
 def test_stats_count_per_direction_and_in_total() -> None:
@@ -332,15 +394,25 @@ def test_stats_count_per_direction_and_in_total() -> None:
     for ev in (StreamStart(a, 1, True), StreamStart(b, 1, True), StreamData(a, b"x" * 500, 2), StreamGap(a, 70, 3)):
         st.event(ev)
     o = Origin("tap", a, 1_000_000_000)
-    for seq, n in enumerate([1, 2, 5, 5, 6], start=1):  # 3 and 4 missing; 5 twice
-        st.output(o, _msg(DELTA, seq, DeltaMsg(b"vwap", b"k", b"", n, 400_000_000)))
-    st.output(o, _msg(4, 9, Heartbeat(b"w", 1, 0.75)))
+    for seq, n in enumerate([1, 2, 5, 5, 6], start=1):
+        frame = Frame(0, 1, DELTA, 0, seq, seq, b"x/v1", b"", 0)
+        st.output(o, Message(frame, DeltaMsg(b"vwap", b"k", b"", n, 400_000_000)))
+    st.output(o, Message(Frame(0, 1, HEARTBEAT, 0, 9, 9, b"", b"", 0), Heartbeat(b"w", 1, 0.75)))
     st.output(o, Problem(10, "crc_mismatch", "bad"))
+    # What the stream's dissector says of its numbering, read after an event that came at 1 s.
+    st.progress(a, Progress(9, ("vwap", 6), 400_000_000, 0.75, 1, 5, 2, 1, 0), 1_000_000_000)
     streams, totals = st.snapshot()
     s = next(x for x in streams if x.stream == a)
     assert (s.messages, s.stream_bytes, s.lost, s.crc_errors, s.problems) == (6, 500, 70, 1, 1)
     assert (s.delta_missing, s.delta_duplicates, s.last_seq, s.last_delta) == (2, 1, 9, ("vwap", 6))
     assert s.heartbeat == (1_000_000_000, 0.75) and s.watermark_lag_ns == 600_000_000
+    # Read again later with no new heartbeat or watermark: their arrival times stay.
+    st.progress(a, Progress(10, ("vwap", 6), 400_000_000, 0.75, 1, 5, 2, 1, 0), 5_000_000_000)
+    s = next(x for x in st.snapshot()[0] if x.stream == a)
+    assert (s.last_seq, s.heartbeat, s.watermark_lag_ns) == (10, (1_000_000_000, 0.75), 600_000_000)
+    st.progress(a, Progress(11, ("vwap", 7), 4_500_000_000, 0.5, 2, 6, 2, 1, 0), 5_000_000_000)
+    s = next(x for x in st.snapshot()[0] if x.stream == a)
+    assert (s.last_seq, s.heartbeat, s.watermark_lag_ns) == (11, (5_000_000_000, 0.5), 500_000_000)
     assert dict(s.by_type) == {"Delta": 5, "Heartbeat": 1}
     assert (totals.connections, totals.open_connections, totals.messages, totals.not_decoded) == (1, 1, 6, 70)
     st.event(StreamEnd(a, 4, "fin"))

@@ -174,7 +174,11 @@ def tap(
     # cannot choose.
     prefilter = show.select.prefilter
     lane = printer.lane if show.select.everything else None if prefilter is None else LaneKind.SELECT
-    choice = inputs.choice(registry=inputs.registry, lane=lane, prefilter=prefilter or ANYTHING)
+    # The live view's counters follow each stream's numbering (its gaps,
+    # last Delta, heartbeats): the dissectors keep it, the lane's runs too.
+    choice = inputs.choice(
+        registry=inputs.registry, lane=lane, prefilter=prefilter or ANYTHING, progress=live_view is not None
+    )
     if not isinstance(source, SniffSource):
         # Sniffing sees every connection: as decode does with a capture,
         # those that show no known protocol are left alone, unless --port

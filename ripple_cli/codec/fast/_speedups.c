@@ -1082,6 +1082,10 @@ typedef struct {
      * each fingerprint cost more than the packet's envelopes. */
     FpEntry fps[MAX_FPS];
     int nfps;
+    /* Where the last run's last envelope of each type tag starts in its
+     * buffer, -1 for none (`lasts`): the tap's live view reads the last
+     * Delta's and Heartbeat's fields there, a few per run. */
+    Py_ssize_t last_at[7]; /* [6]: the last Delta with a watermark */
 } Scanner;
 
 static void
@@ -1117,6 +1121,7 @@ typedef struct {
     int64_t *recs;
     size_t nrecs, caprecs; /* in words */
     PyObject *names;
+    int has_wm; /* the Delta run_frame last read carries a watermark */
 } Run;
 
 static int
@@ -1474,6 +1479,7 @@ run_frame(Run *cx, const uint8_t *h, size_t length, long long offset)
             rd_string(&pr, &delta, &delta_len) || rd_int(&pr, &sequence_no) || rd_01(&pr, &has_wm) ||
             (has_wm && rd_int_any(&pr, &wm)) || pr.pos != pr.len)
             return 1;
+        cx->has_wm = has_wm;
         if (!sc->raw || sc->rules) {
             fe = run_fp(cx, raw_fp);
             if (!fe)
@@ -1869,6 +1875,8 @@ Scanner_init(Scanner *self, PyObject *args, PyObject *kw)
                              "exact",       "tags",   "outputs", "keys",  NULL};
     PyObject *resolve, *outputs = Py_None, *keys = Py_None;
     self->tags = 0x3F;
+    for (int i = 0; i < 7; i++)
+        self->last_at[i] = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "LippO|ppIOO", kwlist, &self->max_payload, &self->render, &self->raw,
                                      &self->rules, &resolve, &self->select, &self->exact, &self->tags, &outputs,
                                      &keys))
@@ -1994,6 +2002,8 @@ Scanner_run(Scanner *self, PyObject *args)
     self->out.len = 0;
     self->out.need = 0;
     self->out.failed = 0;
+    for (int i = 0; i < 7; i++)
+        self->last_at[i] = -1;
     Rows *rw = self->render == RENDER_ROWS ? &self->rows : NULL;
     RowsMark row_mark;
     if (rw)
@@ -2039,6 +2049,9 @@ Scanner_run(Scanner *self, PyObject *args)
         messages++;
         nbytes += OVERHEAD + length;
         counts[h[5]]++;
+        self->last_at[h[5]] = (Py_ssize_t)p;
+        if (h[5] == 1 && cx.has_wm)
+            self->last_at[6] = (Py_ssize_t)p;
         p += OVERHEAD + (size_t)length;
         if (rw && rows_full(rw))
             break; /* the rest in the next run */
@@ -2075,10 +2088,20 @@ done:
     return result;
 }
 
+static PyObject *
+Scanner_lasts(Scanner *self, PyObject *Py_UNUSED(arg))
+{
+    Py_ssize_t *a = self->last_at;
+    return Py_BuildValue("(nnnnnnn)", a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+
 static PyMethodDef Scanner_methods[] = {
     {"run", (PyCFunction)Scanner_run, METH_VARARGS,
      "run(buf, pos, end, base, last_seq, worker, applied, fresh) -> (pos, messages, bytes, counts, last_seq, text, "
      "records, names)"},
+    {"lasts", (PyCFunction)Scanner_lasts, METH_NOARGS,
+     "lasts() -> where the last run's last envelope of each type tag 0..5, then its last Delta with a watermark, "
+     "starts in its buffer (-1: none)"},
     {NULL},
 };
 

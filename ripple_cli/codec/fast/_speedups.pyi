@@ -69,6 +69,7 @@ class Scanner:
         outputs: tuple[bytes, ...] | None = None,
         keys: tuple[bytes, ...] | None = None,
     ) -> None: ...
+    def lasts(self) -> tuple[int, int, int, int, int, int, int]: ...
     def run(
         self,
         buf: bytes | bytearray,

@@ -30,7 +30,6 @@ from ripple_cli.protocols.base import (
     Getter,
     StreamDissector,
 )
-from ripple_cli.protocols.item import Tracker
 from ripple_cli.sexp.tree import Sexp
 
 DETECT_LIMIT = 1 << 20  # bytes a direction may show before it is judged not Ripple
@@ -106,11 +105,6 @@ class RippleDissector(Dissector):
         from ripple_cli.protocols.ripple.encoder import RippleEncoder
 
         return RippleEncoder(self, options)
-
-    def tracker(self) -> Tracker:
-        from ripple_cli.protocols.ripple.rules import RippleTracker
-
-        return RippleTracker()
 
     def encode(self, text: Sexp) -> bytes:
         """One message with no schema but its own: a Delta needs the

@@ -23,6 +23,7 @@ kept (a stream with a million problems keeps ten thousand).
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,9 +31,11 @@ from itertools import islice
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ripple_cli.codec.envelope import HEADER_SIZE
 from ripple_cli.codec.fast.layout import (
     REC_BEFORE_SCHEMA,
     REC_DUPLICATE,
+    REC_GAP,
     REC_SEQ_ORDER,
     REC_WORDS,
     RECORD_TYPECODE,
@@ -43,13 +46,22 @@ from ripple_cli.codec.fast.layout import (
     RENDER_TABLE,
 )
 from ripple_cli.codec.fast.program import compile_program
-from ripple_cli.codec.messages import TYPE_NAMES, DeltaMode
+from ripple_cli.codec.messages import (
+    DELTA,
+    HEARTBEAT,
+    TYPE_NAMES,
+    DeltaMode,
+    Heartbeat,
+    read_delta_msg,
+    read_payload,
+)
 from ripple_cli.codec.problems import Problem
 from ripple_cli.protocols.base import ANYTHING, LaneKind, Prefilter
 from ripple_cli.protocols.item import Run, TableRow
 from ripple_cli.protocols.ripple.message import SHORT_TYPES, TYPE_STYLES
 from ripple_cli.protocols.ripple.rules import (
     UNKNOWN_WORKER,
+    ProgressTracker,
     SequenceChecker,
     before_schema_problem,
     duplicate_problem,
@@ -103,9 +115,13 @@ class LaneRun(Run):
         return named
 
     def problems(self, limit: int | None = None) -> Iterator[Problem]:
-        """The records as the Problems SequenceChecker.observe makes, in order."""
+        return self._problems(0, limit)
+
+    def _problems(self, first: int, limit: int | None) -> Iterator[Problem]:
+        """The records from the first-th on as the Problems
+        SequenceChecker.observe makes, in order."""
         recs, names = self.records, self.names
-        for i in islice(range(0, len(recs), REC_WORDS), limit):
+        for i in islice(range(first * REC_WORDS, len(recs), REC_WORDS), limit):
             kind, offset, seq, a, b, c = recs[i : i + REC_WORDS]
             if kind == REC_SEQ_ORDER:
                 yield seq_order_problem(offset, seq, a)
@@ -125,15 +141,30 @@ class LaneRun(Run):
         return self.text[: end + 1]
 
     def table_rows(self, limit: int | None = None) -> list[TableRow]:
-        # The scanner's cells are escaped (codec/fast/tableout.h): no tab or
-        # newline in one, and valid UTF-8.
-        text = self.text if limit is None else self.first_lines(limit)
-        rows = []
-        for line in text.decode("utf-8").split("\n")[:-1]:
-            offset, seq, time, kind, schema, output, key, summary = line.split("\t")
-            short, style = _TYPE_CELLS[kind]
-            rows.append(TableRow("ripple", offset, seq, time, kind, short, style, schema, output, key, summary))
-        return rows
+        return _rows(self.text if limit is None else self.first_lines(limit))
+
+    def last_table_rows(self, n: int) -> list[TableRow]:
+        text = self.text
+        start = len(text) - 1  # at the last line's newline
+        for _ in range(n):
+            start = text.rfind(b"\n", 0, start)
+            if start < 0:
+                break
+        return _rows(text[start + 1 :])
+
+    def last_problems(self, n: int) -> list[Problem]:
+        return list(self._problems(max(0, self.problem_count - n), None))
+
+
+def _rows(text: bytes) -> list[TableRow]:
+    """LaneKind.TABLE's lines as rows.  The scanner's cells are escaped
+    (codec/fast/tableout.h): no tab or newline in one, and valid UTF-8."""
+    rows = []
+    for line in text.decode("utf-8").split("\n")[:-1]:
+        offset, seq, time, kind, schema, output, key, summary = line.split("\t")
+        short, style = _TYPE_CELLS[kind]
+        rows.append(TableRow("ripple", offset, seq, time, kind, short, style, schema, output, key, summary))
+    return rows
 
 
 _COUNTS: dict[tuple[int, ...], tuple[tuple[str, int], ...]] = {}  # LaneRun.counts, by by_tag
@@ -179,6 +210,47 @@ class _Resolver:
 
 _UNCOMPILED: Any = object()
 
+
+def _follow(
+    tracker: ProgressTracker, buf: bytes | bytearray, lasts: tuple[int, ...], records: array[int], seq: int | None
+) -> None:
+    """A run's part in its stream's progress: its last seq, its last Delta,
+    watermark and Heartbeat (read where the scanner saw them, a few
+    envelopes a run), and the numbering its stream-rule records tell."""
+    tracker.progress.seq = seq
+    delta, heartbeat, watermarked = lasts[DELTA], lasts[HEARTBEAT], lasts[6]
+    if watermarked >= 0 and watermarked != delta:
+        wm = read_delta_msg(_payload(buf, watermarked)).watermark_ns
+        assert wm is not None  # the scanner saw one
+        tracker.watermark(wm)
+    if delta >= 0:
+        d = read_delta_msg(_payload(buf, delta))
+        tracker.delta(d.source_output, d.sequence_no, d.watermark_ns)
+    if heartbeat >= 0:
+        hb = read_payload(HEARTBEAT, _payload(buf, heartbeat))
+        assert isinstance(hb, Heartbeat)
+        tracker.heartbeat(hb.load)
+    missing = duplicates = out_of_order = 0
+    for i in range(0, len(records), REC_WORDS):
+        kind = records[i]
+        if kind == REC_GAP:
+            missing += records[i + 4] - records[i + 5] - 1  # sequence_no - last applied - 1
+        elif kind == REC_DUPLICATE:
+            duplicates += 1
+        elif kind == REC_SEQ_ORDER:
+            out_of_order += 1
+    if missing or duplicates or out_of_order:
+        tracker.numbering(missing, duplicates, out_of_order)
+
+
+_LENGTH = struct.Struct("<i")  # a payload's length, as envelope.HEADER has it
+
+
+def _payload(buf: bytes | bytearray, at: int) -> bytes:
+    (length,) = _LENGTH.unpack_from(buf, at + HEADER_SIZE - _LENGTH.size)  # the header ends in it
+    return bytes(buf[at + HEADER_SIZE : at + HEADER_SIZE + length])
+
+
 _RENDER = {
     LaneKind.COUNT: RENDER_NONE,
     LaneKind.SEXP: RENDER_SEXP,
@@ -214,9 +286,17 @@ class Lane:
         checker: SequenceChecker | None,
         kind: LaneKind,
         prefilter: Prefilter = ANYTHING,
+        tracker: ProgressTracker | None = None,
+        rules: bool = True,
     ) -> None:
+        """`tracker`: the stream's progress, fed each run's last envelopes
+        and numbering.  `rules`: the checker's findings are the stream's
+        problems (verify); else it is there for the tracker only, and the
+        runs hold no problem."""
         self.frames = frames
         self.checker = checker
+        self.tracker = tracker
+        self.rules = rules
         self.raw = deltas is DeltaMode.RAW
         # The scanner holds the resolver, not the lane, so a finished stream's
         # lane goes with its last reference; the scanner also takes part in
@@ -261,12 +341,16 @@ class Lane:
             self._backoff = min(2 * self._backoff, _BACKOFF_CAP)
             return None
         self._backoff = 1
-        self.frames.advance(end)
-        if checker is not None:
-            checker.last_seq = last_seq
         records: array[int] = array(RECORD_TYPECODE)
         if recs:
             records.frombytes(recs)
+        if self.tracker is not None:  # before advance: the run's envelopes are still in buf
+            _follow(self.tracker, buf, self._scanner.lasts(), records, last_seq)
+        if not self.rules:
+            del records[:]
+        self.frames.advance(end)
+        if checker is not None:
+            checker.last_seq = last_seq
         if isinstance(text, tuple):  # LaneKind.ROWS
             return LaneRun(base + pos, base + end, messages, nbytes, by_tag, b"", 0, records, names, text)
         text = text or b""

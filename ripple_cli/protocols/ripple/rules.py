@@ -8,8 +8,6 @@ reads and updates this checker's state between its runs."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ripple_cli.codec.messages import DELTA, DeltaMsg, DeltaView, Handshake, Heartbeat, SchemaNegotiation
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
@@ -123,31 +121,49 @@ def gap_problem(offset: int, seq: int, key: tuple[bytes, bytes], last: int, n: i
     )
 
 
-class RippleTracker:
-    """A stream's progress for the tap's live view: the last seq and Delta,
-    the watermark, heartbeats, and what the rules say of the numbering.
-    Only delta_gap, delta_duplicate and seq_order are read from the checker:
-    those need no schema, so an empty registry does."""
+class ProgressTracker:
+    """A stream's `Progress`, for the tap's live view: the last seq and
+    Delta, the watermark, heartbeats, and what the stream rules say of the
+    numbering.  Fed in stream order by the stream dissector (stream.py):
+    each message the Python decoder takes, with the problems the checker
+    found in it, and each fast lane run's last envelopes and stream-rule
+    records (lane.py)."""
 
     def __init__(self) -> None:
-        self.checker = SequenceChecker(SchemaRegistry())
+        self.progress = Progress()
 
-    def observe(self, msg: Any) -> Progress:
-        assert isinstance(msg, Message)
+    def message(self, msg: Message, problems: list[Problem]) -> None:
+        self.progress.seq = msg.frame.seq
         body = msg.body
-        position = watermark = load = None
         if isinstance(body, DeltaMsg | DeltaView):
-            position = (text(body.source_output), body.sequence_no)
-            watermark = body.watermark_ns
+            self.delta(body.source_output, body.sequence_no, body.watermark_ns)
         elif isinstance(body, Heartbeat):
-            load = body.load
-        missing, duplicate, out_of_order = 0, False, False
-        for p in self.checker.observe(msg):
+            self.heartbeat(body.load)
+        for p in problems:
             if p.kind == "delta_gap":
                 n = p.extra.get("missing", 1)
-                missing += n if isinstance(n, int) else 1
+                self.numbering(missing=n if isinstance(n, int) else 1)
             elif p.kind == "delta_duplicate":
-                duplicate = True
+                self.numbering(duplicates=1)
             elif p.kind == "seq_order":
-                out_of_order = True
-        return Progress(msg.frame.seq, position, watermark, load, missing, duplicate, out_of_order)
+                self.numbering(out_of_order=1)
+
+    def delta(self, output: bytes, sequence_no: int, watermark_ns: int | None) -> None:
+        pr = self.progress
+        pr.position = (text(output), sequence_no)
+        if watermark_ns is not None:
+            self.watermark(watermark_ns)
+
+    def watermark(self, watermark_ns: int) -> None:
+        self.progress.watermark_ns = watermark_ns
+        self.progress.watermarks += 1
+
+    def heartbeat(self, load: float) -> None:
+        self.progress.load = load
+        self.progress.heartbeats += 1
+
+    def numbering(self, missing: int = 0, duplicates: int = 0, out_of_order: int = 0) -> None:
+        pr = self.progress
+        pr.missing += missing
+        pr.duplicates += duplicates
+        pr.out_of_order += out_of_order

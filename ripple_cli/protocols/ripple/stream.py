@@ -14,7 +14,7 @@ from ripple_cli.protocols.base import DissectOptions, LaneKind, StreamDissector
 from ripple_cli.protocols.item import Item
 from ripple_cli.protocols.ripple.decoder import Event, Message, StreamDecoder
 from ripple_cli.protocols.ripple.lane import Lane
-from ripple_cli.protocols.ripple.rules import SequenceChecker
+from ripple_cli.protocols.ripple.rules import ProgressTracker, SequenceChecker
 
 
 class RippleStream(StreamDissector):
@@ -23,7 +23,13 @@ class RippleStream(StreamDissector):
         for one (the dissector looks it up once per options); None looks it
         up here."""
         self.decoder = StreamDecoder(options.registry, options.deltas, options.max_payload)
-        self.checker = SequenceChecker(self.decoder.messages.registry) if options.rules else None
+        registry = self.decoder.messages.registry
+        self.checker = SequenceChecker(registry) if options.rules or options.progress else None
+        # Without --rules the checker only feeds the progress: its problems
+        # are not the stream's (the tap reports what decode does).
+        self._rules = options.rules
+        self.tracker = ProgressTracker() if options.progress else None
+        self.progress = None if self.tracker is None else self.tracker.progress
         self.lane: Lane | None = None
         if options.lane is not None and accel is None:
             accel = speedups()
@@ -38,7 +44,17 @@ class RippleStream(StreamDissector):
     def _make_lane(self, accel: ModuleType, options: DissectOptions, kind: LaneKind) -> None:
         self._lane_for = None
         d = self.decoder
-        self.lane = Lane(accel, d.frames, d.messages.registry, options.deltas, self.checker, kind, options.prefilter)
+        self.lane = Lane(
+            accel,
+            d.frames,
+            d.messages.registry,
+            options.deltas,
+            self.checker,
+            kind,
+            options.prefilter,
+            tracker=self.tracker,
+            rules=self._rules,
+        )
 
     def midstream(self) -> None:
         self.decoder.frames.join_midstream()
@@ -79,7 +95,7 @@ class RippleStream(StreamDissector):
         handled (rules included) before the next is taken, as both read
         the state the other leaves (the checker's last seq, the registry).
         One loop, no generator between: a capture calls it once a packet."""
-        lane, decoder, checker = self.lane, self.decoder, self.checker
+        lane, decoder, checker, tracker = self.lane, self.decoder, self.checker, self.tracker
         out: list[Item] = []
         while True:
             if lane is not None and (run := lane.run()) is not None:
@@ -90,7 +106,11 @@ class RippleStream(StreamDissector):
             for ev in events:
                 out.append(ev)
                 if checker is not None and type(ev) is Message:
-                    out.extend(checker.observe(ev))
+                    found = checker.observe(ev)
+                    if self._rules:
+                        out.extend(found)
+                    if tracker is not None:
+                        tracker.message(ev, found)
 
     @staticmethod
     def _events(events: list[Event]) -> list[Item]:
