@@ -193,6 +193,22 @@ def test_live_view(capture: Path, width: int, monkeypatch: pytest.MonkeyPatch) -
     assert len(rows) == 2, text
 
 
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".pcap", ".ripple")))
+def test_the_live_view_is_the_same_on_the_fast_lane(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every example (damage, gaps, other protocols, many connections)
+    draws the same live view, counters and latest messages, whether the
+    fast lane or Python decodes its messages."""
+    monkeypatch.setattr(live.time, "time_ns", lambda: 1_700_000_005_000_000_000)
+    shown = []
+    for lane in (LaneKind.TABLE, None):
+        view, out = _live_view(EXAMPLES / example, 200, lane=lane)
+        view.console.print(view.render(max_rows=40))
+        view.close()
+        shown.append(out.getvalue().decode())
+    assert shown[0] == shown[1]
+    assert "latest messages" in shown[0]
+
+
 def test_a_number_header_wraps_at_spaces_rather_than_drop_a_column() -> None:
     columns = [Column("worker", keep=True, shrink=True, min_width=10), Column("last sequence_no", keep=True)]
     assert fit(columns, [12, 7], 20) == [10, 11]
