@@ -18,7 +18,7 @@ from ripple_cli.codec.problems import Problem
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import BaseSink, pump
 from ripple_cli.protocols.base import LaneKind
-from ripple_cli.protocols.item import Decoded, Run
+from ripple_cli.protocols.item import Decoded
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import View
 from ripple_cli.render.columns import Column, fit, make_console
@@ -28,6 +28,7 @@ from ripple_cli.tap.live import LiveView
 from ripple_cli.tap.stats import TapStats
 from ripple_cli.terminal.environment import Environment
 from tests.conftest import EXAMPLES, golden, run_cli
+from tests.liveview import ViewFeed
 from tests.replay.pcap import Connection, build_pcap
 
 WIDTHS = (60, 80, 120, 200)
@@ -126,25 +127,6 @@ def test_schema_show_table(width: int | None) -> None:
 # ---------------------------------------------------------------- the tap's live view
 
 
-class _Feed(BaseSink):
-    takes_runs = True
-
-    def __init__(self, stats: TapStats, view: LiveView) -> None:
-        self.stats, self.view = stats, view
-
-    def message(self, origin: Origin, msg: Decoded) -> None:
-        self.stats.output(origin, msg)
-        self.view.message(origin, msg)
-
-    def problem(self, origin: Origin, problem: Problem) -> None:
-        self.stats.output(origin, problem)
-        self.view.problem(origin, problem)
-
-    def run(self, origin: Origin, run: Run) -> None:
-        self.stats.run(origin, run)
-        self.view.run(origin, run)
-
-
 def _live_view(capture: Path, width: int | None, lane: LaneKind | None = LaneKind.TABLE) -> tuple[LiveView, io.BytesIO]:
     """The tap's decoding thread's work (tap/session.py), on a capture."""
     out = io.BytesIO()
@@ -170,7 +152,7 @@ def _live_view(capture: Path, width: int | None, lane: LaneKind | None = LaneKin
             if ev.stream is not None and st is not None and st.progress is not None:
                 stats.progress(ev.stream, st.progress, ev.time_ns)
 
-    pump(events(), demux, _Feed(stats, view))
+    pump(events(), demux, ViewFeed(stats, view))
     return view, out
 
 

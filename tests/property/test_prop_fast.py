@@ -664,6 +664,17 @@ def _cuts(plan: Any, n: int) -> list[int]:
     return [c for c in plan if c < n]
 
 
+@st.composite
+def rule_stream_captures(draw: st.DrawFn) -> list[CaptureEvent]:
+    """A capture's view of a `rule_streams` stream, damaged or not: cut
+    anywhere, with holes."""
+    envs = draw(rule_streams())
+    stream = draw(st.one_of(st.just(b"".join(e.to_bytes() for e in envs)), corrupted(envs)))
+    cuts = _cuts(draw(chunk_plans), len(stream))
+    holes = {c: draw(st.integers(1, 90)) for c in cuts if draw(st.booleans())}
+    return _events(stream, cuts, holes)
+
+
 @prop(200)
 @given(st.data())
 def test_verify_lane_gives_the_same_problems_and_counts(data: st.DataObject) -> None:

@@ -12,43 +12,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from ripple_strategies import prop
-from test_prop_fast import _cuts, _events, chunk_plans, corrupted, odd_table_streams, rule_streams
+from test_prop_fast import _cuts, _events, chunk_plans, odd_table_streams, rule_stream_captures
 
 from ripple_cli.capture.events import CaptureEvent
 from ripple_cli.codec.fast import speedups
-from ripple_cli.codec.problems import Problem
 from ripple_cli.flow.demux import Demux
-from ripple_cli.flow.pipeline import BaseSink, pump
+from ripple_cli.flow.pipeline import pump
 from ripple_cli.flow.protocol_choice import ProtocolChoice
 from ripple_cli.protocols.base import DissectOptions, LaneKind
-from ripple_cli.protocols.item import Decoded, Run
-from ripple_cli.protocols.origin import Origin
 from ripple_cli.tap.live import LATEST, LiveView
 from ripple_cli.tap.stats import TapStats
 from ripple_cli.terminal.environment import Environment
+from tests.liveview import ViewFeed
 
 pytestmark = pytest.mark.skipif(speedups() is None, reason="the C fast lane is not built (or RIPPLE_PURE is set)")
-
-
-class _Feed(BaseSink):
-    """The tap's decoding and printing threads' work, in one."""
-
-    takes_runs = True
-
-    def __init__(self, stats: TapStats, view: LiveView) -> None:
-        self.stats, self.view = stats, view
-
-    def message(self, origin: Origin, msg: Decoded) -> None:
-        self.stats.output(origin, msg)
-        self.view.message(origin, msg)
-
-    def problem(self, origin: Origin, problem: Problem) -> None:
-        self.stats.output(origin, problem)
-        self.view.problem(origin, problem)
-
-    def run(self, origin: Origin, run: Run) -> None:
-        self.stats.run(origin, run)
-        self.view.run(origin, run)
 
 
 def seen(events: list[CaptureEvent], lane: LaneKind | None) -> tuple[object, ...]:
@@ -61,7 +38,7 @@ def seen(events: list[CaptureEvent], lane: LaneKind | None) -> tuple[object, ...
     stats = TapStats()
     view = LiveView(env, stats)
     demux = Demux("t", ProtocolChoice(protocol="ripple", options=DissectOptions(lane=lane, progress=True)))
-    pump(events, demux, _Feed(stats, view))
+    pump(events, demux, ViewFeed(stats, view))
     pr = demux.streams[None].progress
     assert pr is not None
     _streams, totals = stats.snapshot()
@@ -81,11 +58,7 @@ def assert_same_view(events: list[CaptureEvent]) -> None:
 @prop(100)
 @given(st.data())
 def test_the_live_view_of_a_stream_in_chunks_with_holes_as_python(data: st.DataObject) -> None:
-    envs = data.draw(rule_streams())
-    stream = data.draw(st.one_of(st.just(b"".join(e.to_bytes() for e in envs)), corrupted(envs)))
-    cuts = _cuts(data.draw(chunk_plans), len(stream))
-    holes = {c: data.draw(st.integers(1, 90)) for c in cuts if data.draw(st.booleans())}
-    assert_same_view(_events(stream, cuts, holes))
+    assert_same_view(data.draw(rule_stream_captures()))
 
 
 @prop(100)

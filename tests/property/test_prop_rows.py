@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from ripple_strategies import prop
-from test_prop_fast import _cuts, _events, chunk_plans, corrupted, odd_table_streams, rule_streams
+from test_prop_fast import corrupted, odd_table_streams, rule_stream_captures, rule_streams
 
 from ripple_cli.batch.inputs import discover
 from ripple_cli.batch.local import plan_local, plan_rows
@@ -105,11 +105,7 @@ def test_rows_of_odd_names_and_values_as_python(data: st.DataObject) -> None:
 @given(st.data())
 def test_rows_of_chunked_streams_with_holes_as_python(data: st.DataObject) -> None:
     """A capture's stream: the lane's runs between packets, holes, damage."""
-    envs = data.draw(rule_streams())
-    stream = data.draw(st.one_of(st.just(b"".join(e.to_bytes() for e in envs)), corrupted(envs)))
-    cuts = _cuts(data.draw(chunk_plans), len(stream))
-    holes = {c: data.draw(st.integers(1, 90)) for c in cuts if data.draw(st.booleans())}
-    events = _events(stream, cuts, holes)
+    events = data.draw(rule_stream_captures())
     fast, _ = demux_rows_of(events)
     with pure():
         slow, none = demux_rows_of(events)
