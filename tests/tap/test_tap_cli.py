@@ -4,6 +4,7 @@ errors and exit codes."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 import subprocess
@@ -198,10 +199,21 @@ def _nice_of(pid: int, tid: int) -> int:
     return int(fields[16])  # field 19 of proc(5)
 
 
-@pytest.mark.parametrize(("args", "expected"), [([], 19), (["--nice", "7"], 7), (["--nice", "0"], 0)])
-def test_nice_lowers_the_tap_threads_and_never_the_relay(args: list[str], expected: int, tmp_path: Path) -> None:
-    """The reader, decoder and printer threads run at --nice; the main
-    thread (Ctrl-C) and the relay process (forwarding) keep the tap's own."""
+def _policy_of(pid: int, tid: int) -> int:
+    fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[38])  # field 41 of proc(5): SCHED_OTHER 0, SCHED_IDLE 5
+
+
+@pytest.mark.parametrize(
+    ("args", "expected", "policy"),
+    [([], 19, os.SCHED_IDLE), (["--nice", "7"], 7, os.SCHED_OTHER), (["--nice", "0"], 0, os.SCHED_OTHER)],
+)
+def test_nice_lowers_the_tap_threads_and_never_the_relay(
+    args: list[str], expected: int, policy: int, tmp_path: Path
+) -> None:
+    """The reader, decoder and printer threads run at --nice, and at the
+    default 19 in SCHED_IDLE too (a proxy); the main thread (Ctrl-C) and
+    the relay process (forwarding) keep the tap's own."""
     up = EchoServer(seed=13)
     tap_args = ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", *args]
     with run_tap(tap_args, tmp_path, nice=None) as tap:  # args0: the tap's own default
@@ -209,10 +221,14 @@ def test_nice_lowers_the_tap_threads_and_never_the_relay(args: list[str], expect
         exchange(tap.port, DEMO, random.Random(3))  # the threads are all running by now
         tasks = sorted(int(t.name) for t in Path(f"/proc/{pid}/task").iterdir())
         nice = {tid: _nice_of(pid, tid) for tid in tasks}
+        policies = {tid: _policy_of(pid, tid) for tid in tasks}
         (relay,) = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         relay_nice = _nice_of(int(relay), int(relay))
+        relay_policy = _policy_of(int(relay), int(relay))
         assert tap.interrupt() == 130
     base = nice.pop(pid)  # the tap's own: 0, unless the tests themselves run niced
     assert sorted(nice.values()) == [min(base + expected, 19)] * 3
     assert relay_nice == base
+    assert policies.pop(pid) == relay_policy == os.SCHED_OTHER
+    assert sorted(policies.values()) == [policy] * 3
     up.close()
