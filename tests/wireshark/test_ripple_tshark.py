@@ -160,6 +160,12 @@ def capture_paced(pcap: Path, writes: Iterable[bytes]) -> None:
     byte before it: with TCP_NODELAY each write is a segment of its own (two
     for one above lo's MTU; nothing coalesces them), so that, one envelope a
     write, the packets a display filter selects are its envelopes."""
+    writes = list(writes)
+    # Ring slots of the largest segment, not of loopback's 64 KiB: thousands
+    # of small segments then fit in tcpdump's buffer even while a busy
+    # machine keeps it from running (192 were dropped by the kernel once,
+    # in CI, at the default snap length).
+    snap = min(66000, max((len(w) for w in writes), default=0) + 256)
     read = 0
     progress = threading.Condition()
     client: list[int] = []
@@ -176,7 +182,10 @@ def capture_paced(pcap: Path, writes: Iterable[bytes]) -> None:
                     read += len(chunk)
                     progress.notify_all()
 
-    with listener() as srv, tcpdump(pcap, f"tcp port {srv.getsockname()[1]}", until=closed(lambda: client)):
+    with (
+        listener() as srv,
+        tcpdump(pcap, f"tcp port {srv.getsockname()[1]}", extra=("-s", str(snap)), until=closed(lambda: client)),
+    ):
         server = threading.Thread(target=serve, args=(srv,))
         server.start()
         with bound(client=True) as c:
