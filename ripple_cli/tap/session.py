@@ -258,6 +258,7 @@ class Session:
         """The decode queue's events, until the reader's end; after each has
         been decoded, what it decided about its stream."""
         demux, q = self.demux, self.decode_q
+        follow = demux.options.progress  # the live view's counters: read after each event
         while True:
             ev = q.get()
             if ev is None:
@@ -267,7 +268,12 @@ class Session:
             self.stats.event(ev)
             yield ev
             stream = ev.stream
-            if stream is not None and (st := demux.streams.get(stream)) is not None and st.progress is not None:
+            if (
+                follow
+                and stream is not None
+                and (st := demux.streams.get(stream)) is not None
+                and st.progress is not None
+            ):
                 self.stats.progress(stream, st.progress, ev.time_ns)
             if stream is not None and stream in demux.undecoded:
                 self.stats.undecoded(stream.connection)

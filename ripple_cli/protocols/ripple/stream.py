@@ -95,7 +95,7 @@ class RippleStream(StreamDissector):
         handled (rules included) before the next is taken, as both read
         the state the other leaves (the checker's last seq, the registry).
         One loop, no generator between: a capture calls it once a packet."""
-        lane, decoder, checker, tracker = self.lane, self.decoder, self.checker, self.tracker
+        lane, decoder, checker, tracker, rules = self.lane, self.decoder, self.checker, self.tracker, self._rules
         out: list[Item] = []
         while True:
             if lane is not None and (run := lane.run()) is not None:
@@ -107,7 +107,7 @@ class RippleStream(StreamDissector):
                 out.append(ev)
                 if checker is not None and type(ev) is Message:
                     found = checker.observe(ev)
-                    if self._rules:
+                    if rules:
                         out.extend(found)
                     if tracker is not None:
                         tracker.message(ev, found)
