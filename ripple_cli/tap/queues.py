@@ -74,6 +74,24 @@ class DropQueue(Generic[T]):
             self._bytes -= size
             return item
 
+    def get_many(self, most: int, timeout: float | None = None, most_bytes: int = 1 << 20) -> list[T | End] | None:
+        """The next items (END the last, after `close`), up to `most` of
+        them and past `most_bytes` by one at most; None after `timeout`
+        seconds with none.  One lock for a batch (see session.py's _BATCH);
+        the bound on bytes keeps what a consumer holds beside the queue small."""
+        with self._cond:
+            if not self._items and not self._cond.wait_for(lambda: bool(self._items), timeout):
+                return None
+            items = self._items
+            taken: list[T | End] = []
+            freed = 0
+            while items and len(taken) < most and freed < most_bytes:
+                item, size = items.popleft()
+                taken.append(item)
+                freed += size
+            self._bytes -= freed
+            return taken
+
     def take_all(self) -> list[T]:
         """Empties the queue: what was in it (END left out)."""
         with self._cond:

@@ -22,7 +22,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import Protocol, cast
 
 from ripple_cli.analysis.report import Report, SourceReport
 from ripple_cli.capture.events import CaptureEvent, StreamEnd, StreamGap, StreamId
@@ -45,6 +45,10 @@ from ripple_cli.terminal.interrupts import take_interrupts
 BYTES_PER_PRINT_ITEM = 4096
 MIN_PRINT_ITEMS = 10_000
 NICE = 19  # default --nice: added to the niceness of the tap's own threads, which run when nothing else would
+# Items the decoder and the printer take from their queues at once, one lock
+# a batch.  Measured (44,000 round trips of a 93-byte Heartbeat through the
+# proxy, -F sexp, four alternating runs): the tap's CPU 1.91 s, 1.75 s with it.
+_BATCH = 256
 _IDLE = 0.05  # seconds: how soon a lone message is flushed, and the live view's tick
 
 
@@ -260,25 +264,26 @@ class Session:
         demux, q = self.demux, self.decode_q
         follow = demux.options.progress  # the live view's counters: read after each event
         while True:
-            ev = q.get()
-            if ev is None:
+            batch = q.get_many(_BATCH)
+            if batch is None:
                 continue
-            if isinstance(ev, End):
-                return
-            self.stats.event(ev)
-            yield ev
-            stream = ev.stream
-            if (
-                follow
-                and stream is not None
-                and (st := demux.streams.get(stream)) is not None
-                and st.progress is not None
-            ):
-                self.stats.progress(stream, st.progress, ev.time_ns)
-            if stream is not None and stream in demux.undecoded:
-                self.stats.undecoded(stream.connection)
-            if isinstance(ev, StreamEnd) and stream is not None:
-                self._forget(stream)
+            for ev in batch:
+                if isinstance(ev, End):
+                    return
+                self.stats.event(ev)
+                yield ev
+                stream = ev.stream
+                if (
+                    follow
+                    and stream is not None
+                    and (st := demux.streams.get(stream)) is not None
+                    and st.progress is not None
+                ):
+                    self.stats.progress(stream, st.progress, ev.time_ns)
+                if stream is not None and stream in demux.undecoded:
+                    self.stats.undecoded(stream.connection)
+                if isinstance(ev, StreamEnd) and stream is not None:
+                    self._forget(stream)
 
     def _forget(self, stream: StreamId) -> None:
         """Both directions ended: their decoders go (a tap may see millions of connections)."""
@@ -298,16 +303,17 @@ class Session:
             self.printer_closed = True
             return
         while True:
-            item = q.get(_IDLE)
-            if item is None:
+            batch = q.get_many(_BATCH, _IDLE)
+            if batch is None:
                 printer.flush()  # idle: a pipe shows what came, the live view ticks
                 continue
-            if isinstance(item, End):
-                break
+            end = isinstance(batch[-1], End)
             try:
-                deliver([item], shown)
+                deliver(cast("list[tuple[Origin, Item]]", batch[:-1] if end else batch), shown)
             except Enough:
                 self.stats.ended_by = "count reached"
+                break
+            if end:
                 break
             if not len(q):
                 printer.flush()

@@ -275,6 +275,20 @@ def test_drop_queue_bounds_items_and_bytes_and_never_blocks() -> None:
     assert q.get(0.01) is None  # nothing within the timeout
 
 
+def test_drop_queue_gives_batches_in_order_and_frees_their_bytes() -> None:
+    q: DropQueue[int] = DropQueue(max_items=10, max_bytes=30)
+    assert [q.put(i, 10) for i in range(4)] == [True, True, True, False]
+    assert q.get_many(2, 0) == [0, 1]
+    assert [q.put(i, 10) for i in (4, 5, 6)] == [True, True, False]  # 20 bytes freed, not more
+    q.close()
+    batch = q.get_many(256, 0)
+    assert batch is not None and batch[:-1] == [2, 4, 5] and isinstance(batch[-1], End)
+    assert q.get_many(256, 0.01) is None and len(q) == 0
+    for i in range(3):
+        q.put(i, 10)
+    assert q.get_many(256, 0, most_bytes=15) == [0, 1]  # past the bound by one item at most
+
+
 # ---------------------------------------------------------------- records, parsing
 
 
