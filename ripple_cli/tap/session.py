@@ -117,6 +117,7 @@ class Session:
         self._recorded = threading.Event()
         self._error: BaseException | None = None
         self._broken_pipe = False
+        self._lowered: list[int] = []  # the native ids of the threads _lower_priority lowered
 
     # -- the main thread ------------------------------------------------------
 
@@ -155,6 +156,9 @@ class Session:
                 self.interrupted = True
                 self.stats.ended_by = "terminated" if self.terminated else "interrupted"
                 self.source.stop()
+                # Nothing is forwarded any more: what is left to show need
+                # not wait for a busy machine's idle time.
+                _restore_priority(self._lowered)
                 try:
                     _wait(self._printed)
                 except KeyboardInterrupt:
@@ -207,6 +211,7 @@ class Session:
                 if background:
                     # SCHED_IDLE only where every thread yields (see _lower_priority).
                     _lower_priority(self.nice, self.nice >= NICE and self.source.holds_backlog)
+                    self._lowered.append(threading.get_native_id())
                 body()
             except BrokenPipeError:
                 self._broken_pipe = True
@@ -443,6 +448,21 @@ def _lower_priority(nice: int, idle: bool) -> None:
     if idle:
         with contextlib.suppress(OSError, AttributeError):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # this thread's
+
+
+def _restore_priority(threads: list[int]) -> None:
+    """The lowered threads back to the calling thread's class and nice.
+    Why: a SCHED_IDLE thread gets about a thousandth of a core beside busy
+    ones, and a Ctrl-C on a machine loaded by other work waited minutes for
+    what was left to show.  Linux lets a thread leave SCHED_IDLE, or take
+    back its nice, only with CAP_SYS_NICE or room under RLIMIT_NICE: without
+    them the threads stay as they are (a second Ctrl-C gives up the rest)."""
+    nice = os.getpriority(os.PRIO_PROCESS, 0)  # the calling thread's, on Linux
+    for tid in threads:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
 
 
 def _wait(event: threading.Event) -> None:

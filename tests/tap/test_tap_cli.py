@@ -3,9 +3,11 @@ errors and exit codes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -231,4 +233,40 @@ def test_nice_lowers_the_tap_threads_and_never_the_relay(
     assert relay_nice == base
     assert policies.pop(pid) == relay_policy == os.SCHED_OTHER
     assert sorted(policies.values()) == [policy] * 3
+    up.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="leaving SCHED_IDLE needs CAP_SYS_NICE or RLIMIT_NICE room")
+def test_ctrl_c_lifts_the_tap_threads_back_for_what_is_left_to_show(tmp_path: Path) -> None:
+    """After Ctrl-C nothing is forwarded any more: the threads the tap
+    lowered take back its own class and nice, so that a machine busy with
+    other work does not hold up what is left to show (a SCHED_IDLE thread
+    gets about a thousandth of a core beside busy ones).  The printer is
+    held by a stdout pipe nobody reads until the threads have been looked at:
+    both directions of the demo print more than the pipe holds."""
+    up = EchoServer(seed=14)
+    tap_args = ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{up.port}", "--format", "sexp"]
+    with run_tap(tap_args, tmp_path, stdout=subprocess.PIPE, nice=None) as tap:
+        pid = tap.proc.pid
+        exchange(tap.port, DEMO, random.Random(3))
+
+        def threads() -> dict[int, tuple[int, int]]:
+            found = {}
+            for t in Path(f"/proc/{pid}/task").iterdir():
+                with contextlib.suppress(FileNotFoundError):  # a thread that has just ended
+                    found[int(t.name)] = (_policy_of(pid, int(t.name)), _nice_of(pid, int(t.name)))
+            return found
+
+        before = threads()
+        base = before.pop(pid)
+        assert base[0] == os.SCHED_OTHER
+        assert sorted(before.values()) == [(os.SCHED_IDLE, min(base[1] + 19, 19))] * 3
+        tap.proc.send_signal(signal.SIGINT)  # without waiting: the printer cannot end yet
+        wait_for(lambda: set(threads().values()) == {base}, what="the threads to be lifted back")
+        assert len(threads()) >= 2  # the printer among them, still held by the pipe
+        assert tap.proc.stdout is not None
+        shown = tap.proc.stdout.read()
+        assert tap.proc.wait(60) == 130
+    demo = (ROOT / "examples" / "demo.sexp").read_bytes().splitlines()
+    assert sorted(shown.splitlines()) == sorted(2 * demo)  # each direction's messages, whole
     up.close()
