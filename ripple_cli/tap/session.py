@@ -118,6 +118,7 @@ class Session:
         self._error: BaseException | None = None
         self._broken_pipe = False
         self._lowered: list[int] = []  # the native ids of the threads _lower_priority lowered
+        self._priority_lock = threading.Lock()
 
     # -- the main thread ------------------------------------------------------
 
@@ -153,12 +154,13 @@ class Session:
                     on_start(title)
                 _wait(self._printed)
             except KeyboardInterrupt:
-                self.interrupted = True
                 self.stats.ended_by = "terminated" if self.terminated else "interrupted"
-                self.source.stop()
-                # Nothing is forwarded any more: what is left to show need
-                # not wait for a busy machine's idle time.
-                _restore_priority(self._lowered)
+                with self._priority_lock:
+                    self.interrupted = True
+                    self.source.stop()
+                    # Nothing is forwarded any more: what is left to show
+                    # need not wait for a busy machine's idle time.
+                    _restore_priority(self._lowered)
                 try:
                     _wait(self._printed)
                 except KeyboardInterrupt:
@@ -209,9 +211,11 @@ class Session:
         def run() -> None:
             try:
                 if background:
-                    # SCHED_IDLE only where every thread yields (see _lower_priority).
-                    _lower_priority(self.nice, self.nice >= NICE and self.source.holds_backlog)
-                    self._lowered.append(threading.get_native_id())
+                    with self._priority_lock:  # a Ctrl-C before this: the thread stays as it is
+                        if not self.interrupted:
+                            # SCHED_IDLE only where every thread yields (see _lower_priority).
+                            _lower_priority(self.nice, self.nice >= NICE and self.source.holds_backlog)
+                            self._lowered.append(threading.get_native_id())
                 body()
             except BrokenPipeError:
                 self._broken_pipe = True
