@@ -67,12 +67,8 @@ class DropQueue(Generic[T]):
 
     def get(self, timeout: float | None = None) -> T | End | None:
         """The next item, END after `close`, or None after `timeout` seconds."""
-        with self._cond:
-            if not self._items and not self._cond.wait_for(lambda: bool(self._items), timeout):
-                return None
-            item, size = self._items.popleft()
-            self._bytes -= size
-            return item
+        batch = self.get_many(1, timeout)
+        return None if batch is None else batch[0]
 
     def get_many(self, most: int, timeout: float | None = None, most_bytes: int = 1 << 20) -> list[T | End] | None:
         """The next items (END the last, after `close`), up to `most` of
