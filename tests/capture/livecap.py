@@ -128,13 +128,17 @@ def _stop(proc: subprocess.Popen[bytes], path: Path | None, until: Callable[[Pat
     return err.decode(errors="replace")
 
 
-def tcpdump_args(iface: str, bpf: str, out: str, extra: Sequence[str] = ()) -> list[str]:
-    # -U with --immediate-mode: each packet is written as soon as it is seen;
-    # -Z root: keep root so that the test's private temporary directory is
-    # writable.  Immediate mode gives each packet a ring slot of snaplen
-    # bytes: -s just above loopback's 64 KiB MTU and -B 64 MiB leave room
-    # for ~1000 packets, so that bursts (seen twice on `any`) are not dropped.
-    flags = ["-n", "-U", "--immediate-mode", "-Z", "root", "-B", "65536", "-s", "66000"]
+def tcpdump_args(iface: str, bpf: str, out: str, extra: Sequence[str] = (), immediate: bool = False) -> list[str]:
+    # -U: each packet is written as soon as tcpdump has it; -Z root: keep
+    # root so that the test's private temporary directory is writable; -s
+    # just above loopback's 64 KiB MTU.  Without --immediate-mode the kernel
+    # packs packets into the 64 MiB of -B (hundreds of thousands of small
+    # ones), handing a block over when it is full or a second old: a busy
+    # machine that keeps tcpdump from running for a while drops none.  In
+    # immediate mode each packet takes a slot of the snap length, about
+    # 1,000 in all (575 of 2,910 were dropped once, beside the suite and two
+    # CPU hogs); it is kept for the pipes that must show packets at once.
+    flags = ["-n", "-U", *(["--immediate-mode"] if immediate else []), "-Z", "root", "-B", "65536", "-s", "66000"]
     return [TCPDUMP, "-i", iface, *flags, *extra, "-w", out, bpf]
 
 
@@ -168,7 +172,7 @@ def tcpdump_pipe(bpf: str, iface: str = "lo") -> Iterator[subprocess.Popen[bytes
     """tcpdump writing the capture to its stdout (`-w -`), as in
     `tcpdump -U -w - | ripple decode -`."""
     require_tcpdump()
-    proc = subprocess.Popen(tcpdump_args(iface, bpf, "-"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(tcpdump_args(iface, bpf, "-", immediate=True), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _wait_listening(proc)
     try:
         yield proc
