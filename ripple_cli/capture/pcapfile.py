@@ -29,6 +29,7 @@ readers do not fit (checked against dpkt 1.9.8):
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
@@ -57,6 +58,11 @@ _MIN_BLOCK = {_BT_SHB: 28, _BT_IDB: 20, _BT_OPB: 32, _BT_SPB: 16, _BT_EPB: 32}
 _KNOWN_BLOCKS = frozenset({_BT_SHB, _BT_IDB, _BT_OPB, _BT_SPB, 4, 5, _BT_EPB, 9, 10, 0xBAD, 0x40000BAD})
 _OPT_IF_TSRESOL = 9
 _OPT_IF_TSOFFSET = 14
+# Where a block of a known type may start, by section byte order (little?).
+_BLOCK_STARTS = {
+    little: re.compile(b"|".join(re.escape(struct.pack("<I" if little else ">I", t)) for t in sorted(_KNOWN_BLOCKS)))
+    for little in (True, False)
+}
 
 
 class _Input:
@@ -108,15 +114,21 @@ def _skipped(offset: int, resumed: int | None) -> str:
     return f"skipped {resumed - offset} bytes to the next plausible record at offset {resumed}"
 
 
-def _resync(inp: _Input, pos: int, plausible: Callable[[bytes, int], int | None], step: int) -> int | None:
-    """The first position after `pos` (in steps of `step`) where
-    `plausible(buf, at)` gives the record's size and another plausible
-    record (or the end of the file) follows it; `inp.buf` is refilled as
-    needed (positions are relative to the new buffer).  None: none left."""
-    at = pos + step
+def _resync(
+    inp: _Input, pos: int, plausible: Callable[[bytes, int], int | None], starts: re.Pattern[bytes] | None = None
+) -> int | None:
+    """The first position after `pos` where `plausible(buf, at)` gives the
+    record's size and another plausible record (or the end of the file)
+    follows it; `inp.buf` is refilled as needed (positions are relative to
+    the new buffer).  None: none left.  Every byte offset is a candidate
+    (damage need not keep the file's alignment: a byte dropped from a
+    pcapng shifts every block after it off its 4-byte grid), or, with
+    `starts`, the offsets where that pattern matches, found in C, so that
+    a long damaged stretch is crossed at the speed of `re`."""
+    at = pos + 1
     span = 2 * (MAX_PACKET + 64)  # a candidate, the record after it, and slack
     while True:
-        if len(inp.buf) - at < span:
+        if len(inp.buf) - at <= span:  # (`<` looped for ever once a stretch of garbage passed 2 spans)
             more = inp.refill(at, 2 * span)  # twice: each refill is followed by `span` positions scanned
             at = 0
             if not inp.buf:
@@ -126,12 +138,18 @@ def _resync(inp: _Input, pos: int, plausible: Callable[[bytes, int], int | None]
         buf = inp.buf
         stop = len(buf) - span if more else len(buf)
         while at < stop:
+            if starts is not None:
+                m = starts.search(buf, at, stop + 3)
+                if m is None or m.start() >= stop:
+                    at = stop
+                    break
+                at = m.start()
             size = plausible(buf, at)
             if size is not None:
                 nxt = at + size
                 if (nxt == len(buf) and not more) or (nxt < len(buf) and plausible(buf, nxt) is not None):
                     return at
-            at += step
+            at += 1
         if not more:
             return None
 
@@ -143,9 +161,33 @@ def _truncated(time_ns: int, offset: int, what: str, need: int, have: int) -> Ca
     return CaptureNote(None, time_ns, "capture_truncated", detail)
 
 
+class _PcapHeader:
+    """What a pcap file header says about the records after it."""
+
+    __slots__ = ("frac_max", "limit", "linktype", "magic_secs", "scale", "unpack")
+
+    def __init__(self, b: bytes, at: int) -> None:
+        """The header at `at` (24 bytes there, a known magic); ValueError
+        with the reason when it is not one."""
+        order, nano = PCAP_MAGICS[b[at : at + 4]]
+        major, minor, _zone, _sigfigs, snaplen, network = struct.unpack_from(order + "HHiIII", b, at + 4)
+        if major != 2:
+            raise ValueError(f"version {major}.{minor} (expected 2.4)")
+        self.linktype = network & 0xFFFF  # the upper bits say whether frames end with an FCS
+        self.scale = 1 if nano else 1000
+        self.frac_max = 1_000_000_000 if nano else 1_000_000
+        self.limit = min(max(snaplen, MAX_PACKET), MAX_BLOCK)  # a damaged snaplen must not lift the bound
+        self.unpack = struct.Struct(order + "IIII").unpack_from
+        # A record whose seconds read as a magic may be the header of a
+        # second file joined on by `cat` (2055 is a rare time for a packet).
+        self.magic_secs = frozenset(struct.unpack(order + "I", m)[0] for m in PCAP_MAGICS)
+
+
 def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNote]:
     """The frames of a pcap file (either byte order, microsecond or
-    nanosecond timestamps).  `head`: bytes already read from `f` (the magic)."""
+    nanosecond timestamps).  `head`: bytes already read from `f` (the magic).
+    Files joined by `cat` are read on: each header after the first is noted
+    (a warning) and says how to read the records after it."""
     inp = _Input(f, head)
     if not inp.refill(0, 24):
         yield _truncated(0, 0, "the pcap file header", 24, len(inp.buf))
@@ -154,25 +196,23 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
     if buf[:4] not in PCAP_MAGICS:
         yield _bad(0, "not a pcap file: no pcap magic")
         return
-    order, nano = PCAP_MAGICS[buf[:4]]
-    major, minor, _zone, _sigfigs, snaplen, network = struct.unpack_from(order + "HHiIII", buf, 4)
-    if major != 2:
-        yield _bad(0, f"bad pcap file header: version {major}.{minor} (expected 2.4)")
+    try:
+        hdr = _PcapHeader(buf, 0)
+    except ValueError as e:
+        yield _bad(0, f"bad pcap file header: {e}")
         return
-    linktype = network & 0xFFFF  # the upper bits say whether frames end with an FCS
-    scale = 1 if nano else 1000
-    limit = min(max(snaplen, MAX_PACKET), MAX_BLOCK)  # a damaged snaplen must not lift the bound
-    record = struct.Struct(order + "IIII")
-    unpack = record.unpack_from
     pos = 24
     time_ns = 0
-    frac_max = 1_000_000_000 if nano else 1_000_000
+    # The loop's names for what the header says (locals: faster per record).
+    unpack, magic_secs, limit, scale, linktype = hdr.unpack, hdr.magic_secs, hdr.limit, hdr.scale, hdr.linktype
 
     def plausible(b: bytes, at: int) -> int | None:
         if len(b) - at < 16:
             return None
-        s, f, cap, orig = unpack(b, at)
-        if cap > limit or cap > orig or orig > MAX_BLOCK or f >= frac_max:
+        if b[at : at + 4] in PCAP_MAGICS:
+            return 24 if _header_at(b, at) else None
+        s, f, cap, orig = hdr.unpack(b, at)
+        if cap > hdr.limit or cap > orig or orig > MAX_BLOCK or f >= hdr.frac_max:
             return None
         if time_ns and abs(s - time_ns // 1_000_000_000) > _PLAUSIBLE_SECONDS:
             return None
@@ -186,10 +226,30 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
                 return
             buf, pos = inp.buf, 0
         sec, frac, caplen, origlen = unpack(buf, pos)
+        if sec in magic_secs:
+            if len(buf) - pos < 24 and inp.refill(pos, 24):
+                buf, pos = inp.buf, 0
+            if _header_at(buf, pos):
+                hdr = _PcapHeader(buf, pos)
+                unpack, magic_secs, limit, scale, linktype = (
+                    hdr.unpack,
+                    hdr.magic_secs,
+                    hdr.limit,
+                    hdr.scale,
+                    hdr.linktype,
+                )
+                yield CaptureNote(
+                    None,
+                    time_ns,
+                    "pcap_header",
+                    f"another pcap file header at offset {inp.base + pos} (files joined?): read on with it",
+                )
+                pos += 24
+                continue
         if caplen > limit or caplen > origlen:
             offset = inp.base + pos
             why = f"length {caplen} is more than {limit}" if caplen > limit else f"length {caplen} > {origlen}"
-            found = _resync(inp, pos, plausible, 1)
+            found = _resync(inp, pos, plausible)
             resumed = None if found is None else inp.base + found
             yield _bad(time_ns, f"bad pcap record at offset {offset}: {why}; {_skipped(offset, resumed)}")
             if found is None:
@@ -205,6 +265,17 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
         time_ns = sec * 1_000_000_000 + frac * scale
         yield (time_ns, linktype, buf[pos + 16 : end])
         pos = end
+
+
+def _header_at(b: bytes, at: int) -> bool:
+    """Whether a whole pcap file header (a magic, version 2) is at `at`."""
+    if len(b) - at < 24 or b[at : at + 4] not in PCAP_MAGICS:
+        return False
+    try:
+        _PcapHeader(b, at)
+    except ValueError:
+        return False
+    return True
 
 
 class _Interface:
@@ -303,7 +374,7 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
         if not damage and (blen < _MIN_BLOCK.get(btype, 12) or blen % 4 or blen > MAX_BLOCK):
             damage = f"bad pcapng block at offset {offset}: length {blen}"
         if damage:
-            found = _resync(inp, pos, plausible, 4)
+            found = _resync(inp, pos, plausible, _BLOCK_STARTS[little])
             yield _bad(time_ns, f"{damage}; {_skipped(offset, None if found is None else inp.base + found)}")
             if found is None:
                 return
@@ -317,7 +388,7 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
         end = pos + blen
         (trailer,) = struct.unpack_from(order + "I", buf, end - 4)
         if trailer != blen:
-            found = _resync(inp, pos, plausible, 4)
+            found = _resync(inp, pos, plausible, _BLOCK_STARTS[little])
             resumed = None if found is None else inp.base + found
             yield _bad(
                 time_ns,

@@ -64,8 +64,9 @@ KINDS = {
 
 # Notes about a capture itself rather than a stream's content (CaptureNote).
 CAPTURE_KINDS = {
-    "bad_capture": "a capture file that cannot be read past this point",
+    "bad_capture": "a capture file damaged here: reading resumes at the next plausible record, if any",
     "capture_truncated": "a capture file cut short inside a record",
+    "pcap_header": "another pcap file header inside a pcap file (files joined): the records after it are read by it",
     "unsupported_linktype": "packets of a link type ripple does not decode",
     "ip_fragment": "an IP datagram whose fragments did not all arrive: its TCP bytes are missing",
     "fragment_overlap": "IP fragments that overlap with different bytes: the datagram is dropped",

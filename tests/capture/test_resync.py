@@ -9,6 +9,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from mutate import pcap_bytes
 
 from ripple_cli.capture.events import CaptureNote
 from ripple_cli.capture.pcapfile import read_pcap, read_pcapng
@@ -82,6 +83,20 @@ def test_pcap_garbage_to_the_end_is_one_note(lo_capture: Capture) -> None:
     ]
 
 
+def test_pcap_garbage_longer_than_the_scan_window_is_crossed(lo_capture: Capture) -> None:
+    """1.5 MB of garbage between two records, past the two windows the scan
+    keeps in memory at a time (this once looped for ever)."""
+    records = _records(lo_capture)[:8]
+    data, offsets = _pcap(records)
+    data = data[: offsets[4]] + b"\xff" * 1_500_000 + data[offsets[4] :]
+    frames, notes = _read(data)
+    assert frames == records
+    assert [n.detail for n in notes] == [
+        f"bad pcap record at offset {offsets[4]}: length 4294967295 is more than 262144; "
+        f"skipped 1500000 bytes to the next plausible record at offset {offsets[4] + 1_500_000}"
+    ]
+
+
 def _pcapng(records: list[tuple[int, bytes]], comment: bytes = b"lo") -> tuple[bytearray, list[int]]:
     out = bytearray(_shb("<") + _idb("<", 1, [(1, comment), (9, b"\x09")]))
     offsets = []
@@ -152,3 +167,66 @@ def test_decode_of_a_damaged_capture_keeps_every_message(tmp_path: Path, lo_capt
         f"ripple: {path}: error: bad pcap record at offset {offsets[k]}: length 10000000 is more than 262144; "
         f"skipped 82 bytes to the next plausible record at offset {offsets[k] + 82}"
     ]
+
+
+@pytest.mark.parametrize("dropped", [1, 2, 3, 4, 5, 7, 1448])
+def test_pcapng_bytes_dropped_resume_off_the_four_byte_grid(lo_capture: Capture, dropped: int) -> None:
+    """Bytes lost from the middle of a block shift every block after it off
+    its 4-byte grid: reading resumes at the next block wherever it lies."""
+    records = _records(lo_capture)[:30]
+    data, offsets = _pcapng(records)
+    k = next(i for i, (_t, f) in enumerate(records) if len(f) > dropped + 40 and i > 5)
+    cut = offsets[k] + 30
+    data = data[:cut] + data[cut + dropped :]
+    frames, notes = _read_ng(data)
+    assert frames == records[:k] + records[k + 1 :]
+    resumed = offsets[k + 1] - dropped
+    assert [n.detail.split("; ")[1] for n in notes] == [
+        f"skipped {resumed - offsets[k]} bytes to the next plausible record at offset {resumed}"
+    ]
+
+
+def test_pcapng_long_garbage_is_crossed(lo_capture: Capture) -> None:
+    """Megabytes of garbage between two blocks: one note, every block after
+    it read (the candidates are found by a pattern, not one call a byte)."""
+    records = _records(lo_capture)[:30]
+    data, offsets = _pcapng(records)
+    junk = bytes(range(7, 250)) * 20_000  # 4.9 MB; no known block type in either byte order
+    data = data[: offsets[10]] + junk + data[offsets[10] :]
+    frames, notes = _read_ng(data)
+    assert frames == records
+    assert [n.detail for n in notes] == [
+        f"bad pcapng block at offset {offsets[10]}: length {int.from_bytes(junk[4:8], 'little')}; "
+        f"skipped {len(junk)} bytes to the next plausible record at offset {offsets[10] + len(junk)}"
+    ]
+
+
+@pytest.mark.parametrize(("order", "nano"), [("<", False), (">", True)])
+def test_pcaps_joined_by_cat_are_read_on(lo_capture: Capture, order: str, nano: bool) -> None:
+    """`cat a.pcap b.pcap`: the second file's header is a warning, and its
+    records are read by it (its byte order, resolution and link type)."""
+    records = _records(lo_capture)
+    first, _offsets = _pcap(records[:20])
+    second = pcap_bytes(records[20:], 1, order, nano)
+    frames, notes = _read(first + second)
+    assert frames == records
+    assert [(n.kind, n.error, n.detail) for n in notes] == [
+        ("pcap_header", False, f"another pcap file header at offset {len(first)} (files joined?): read on with it")
+    ]
+
+
+def test_verify_of_pcaps_joined_by_cat_counts_both(tmp_path: Path, lo_capture: Capture) -> None:
+    """Two different captures joined: every message of both is checked."""
+    first, second = lo_capture.path.read_bytes(), (EXAMPLES / "workers.pcap").read_bytes()
+    joined = tmp_path / "joined.pcap"
+    joined.write_bytes(first + second)
+
+    def messages(path: Path) -> int:
+        res = run_cli(["verify", "--schemas", str(EXAMPLES / "schemas"), str(path)])
+        return int(res.stdout.decode().split("\nverify: ")[1].split(", ")[1].split()[0])
+
+    each = messages(lo_capture.path), messages(EXAMPLES / "workers.pcap")
+    assert min(each) > 100 and messages(joined) == sum(each)
+    res = run_cli(["verify", "--schemas", str(EXAMPLES / "schemas"), str(joined)])
+    note = f"  warning: pcap_header: another pcap file header at offset {len(first)} (files joined?): read on with it"
+    assert note in res.stdout.decode().splitlines(), res.stdout
