@@ -123,13 +123,15 @@ class CaptureNote:
     stream.
 
     The kinds the capture readers give: `bad_capture` (error: the file is
-    damaged, reading stops), `unsupported_linktype` (error), `capture_truncated`
-    (the file ends inside a record), `ip_fragment` (an IP datagram whose
-    fragments did not all arrive), `fragment_overlap` and `bad_fragment`
-    (errors: fragments that conflict; capture/fragments.py),
-    `conflicting_overlap` (error: a retransmission with different bytes),
-    `evicted` (too many connections open), `port_reused` (a new SYN
-    on a connection whose end was not seen), `reassembly_window` (a hole
+    damaged; reading resumes at the next plausible record, if any),
+    `unsupported_linktype` (error), `capture_truncated` (the file ends
+    inside a record), `pcap_header` (a second pcap file header: files
+    joined), `ip_fragment` (an IP datagram whose fragments did not all
+    arrive), `fragment_overlap` and `bad_fragment` (errors: fragments that
+    conflict; capture/fragments.py), `conflicting_overlap` (error: a
+    retransmission with different bytes), `evicted` (too many connections
+    open), `port_reused` (a new SYN on a connection whose end was not
+    seen), `reassembly_window` (a hole
     declared because the bytes held after it passed --reassembly-window)."""
 
     stream: StreamId | None
