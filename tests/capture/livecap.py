@@ -172,7 +172,9 @@ def tcpdump_pipe(bpf: str, iface: str = "lo") -> Iterator[subprocess.Popen[bytes
     """tcpdump writing the capture to its stdout (`-w -`), as in
     `tcpdump -U -w - | ripple decode -`."""
     require_tcpdump()
-    proc = subprocess.Popen(tcpdump_args(iface, bpf, "-", immediate=True), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        tcpdump_args(iface, bpf, "-", immediate=True), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     _wait_listening(proc)
     try:
         yield proc
