@@ -286,6 +286,8 @@ def parse_stream_id(value: str | None) -> tuple[int, str | None] | None:
     num, _, direction = value.partition(":")
     if not num.isdigit() or direction not in ("", "c2s", "s2c"):
         raise click.BadParameter(f"{value!r}: expected N, N:c2s or N:s2c", param_hint="--stream")
+    if int(num) == 0:
+        raise click.BadParameter(f"{value!r}: connections are numbered from 1", param_hint="--stream")
     return int(num), direction or None
 
 

@@ -86,6 +86,10 @@ class Demux:
         self.source = source
         self.seed = seed  # the Community ID's seed, on every origin
         self.want = want or (lambda _s: True)
+        # Whether `want` chose any stream of the input, and whether it turned
+        # down a raw stream's (--stream's hint).
+        self.wanted_any = False
+        self.unwanted_raw = False
         self.choice = choice or ProtocolChoice(protocol=RIPPLE)
         self.options = self.choice.options
         self.streams: dict[StreamId | None, StreamState] = {}
@@ -164,7 +168,9 @@ class Demux:
             return
         stream = event.stream
         if not self.want(stream):
+            self.unwanted_raw = self.unwanted_raw or stream is None
             return
+        self.wanted_any = True
         if isinstance(event, StreamEnd) and event.tcp is not None and stream is not None:
             self.tcp[stream] = event.tcp
         conn = None if stream is None else stream.connection

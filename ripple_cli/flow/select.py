@@ -20,8 +20,8 @@ def stream_predicate(stream: tuple[int, str | None] | None) -> Callable[[StreamI
     number, direction = stream
 
     def want(s: StreamId | None) -> bool:
-        if s is None:  # a raw stream file has no connections to choose from
-            return True
+        if s is None:  # a raw stream file has no connection: none of it is chosen (ripple-decode(1))
+            return False
         return s.connection == number and (direction is None or s.direction == direction)
 
     return want

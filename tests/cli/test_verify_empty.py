@@ -54,12 +54,48 @@ def test_stream_that_selects_nothing_fails(tmp_path: Path) -> None:
     assert run_cli(["verify", "--allow-empty", "--stream", "9", str(cap)]).code == 0
 
 
+def test_stream_on_a_raw_stream_selects_nothing(tmp_path: Path) -> None:
+    """A raw stream has no connection: --stream checks nothing of it, and
+    decode shows nothing of it, with a line saying why (ripple-decode(1))."""
+    r = run_cli(["verify", "--stream", "1", str(DEMO)])
+    assert r.code == 1
+    assert r.text.splitlines()[-1] == "verify: 1 stream, 0 messages, 0 problems, 1 input with no message"
+    assert r.stderr == f"ripple: {DEMO}: --stream 1 selects no message (--allow-empty accepts that)\n"
+    d = run_cli(["decode", "--stream", "1:c2s", str(DEMO), str(_capture(tmp_path))])
+    assert d.code == 0
+    assert d.stdout == (EXAMPLES / "demo.sexp").read_bytes()  # the capture's connection 1 only
+    assert d.stderr == f"ripple: {DEMO}: --stream 1:c2s selects nothing of a raw stream, which has no connection\n"
+
+
+def test_stream_of_no_connection_is_said_by_decode(tmp_path: Path) -> None:
+    cap = _capture(tmp_path)
+    d = run_cli(["decode", "--stream", "9", str(cap)])
+    assert (d.code, d.stdout) == (0, b"")
+    assert d.stderr == f"ripple: {cap}: --stream 9 selects no stream of this capture (--list-streams lists them)\n"
+
+
+def test_stream_zero_is_refused() -> None:
+    for cmd in ("decode", "verify"):
+        r = run_cli([cmd, "--stream", "0", str(DEMO)])
+        assert r.code == 2
+        assert "Invalid value for --stream: '0': connections are numbered from 1" in r.stderr
+
+
 def test_filter_that_selects_nothing_fails() -> None:
     assert run_cli(["verify", *MORE, "-Y", "type == Delta", str(DEMO)]).code == 0
     r = run_cli(["verify", "-Y", 'key == "NOSUCH"', str(DEMO)])
     assert r.code == 1, r.stderr
     assert r.stderr == f"ripple: {DEMO}: -Y 'key == \"NOSUCH\"' selects no message (--allow-empty accepts that)\n"
     assert run_cli(["verify", "--allow-empty", "-Y", 'key == "NOSUCH"', str(DEMO)]).code == 0
+
+
+def test_filters_inside_deltas_select_as_decode_does() -> None:
+    """`key` and `field.NAME` in verify's -Y: the Deltas are decoded for
+    them, so they select what decode's -Y selects (ripple-verify(1))."""
+    for expr in ("key == AAPL", "field.price > 0"):
+        shown = run_cli(["decode", *MORE, "-Y", expr, str(DEMO)]).stdout.count(b"\n")
+        r = run_cli(["verify", *MORE, "-Y", expr, str(DEMO)])
+        assert shown > 5 and r.text.splitlines()[-1] == f"verify: 1 stream, {shown} messages, 0 problems", r.text
 
 
 def test_only_the_empty_input_is_named(tmp_path: Path) -> None:

@@ -104,9 +104,21 @@ def decode(
             demux = inputs.demux(name, deltas=deltas, lane=lane, prefilter=show.select.prefilter or ANYTHING)
             if not pump(inputs.events(path, env), demux, sink, path == "-"):
                 break
+            if inputs.stream is not None and not demux.wanted_any:
+                env.problem_line(f"ripple: {name}: {_no_stream_line(inputs.stream, demux.unwanted_raw)}")
     finally:
         renderer.close()
     return sink.report.exit_code
+
+
+def _no_stream_line(stream: tuple[int, str | None], raw: bool) -> str:
+    """Why --stream showed nothing of an input (a hint: the exit status
+    stays that of what was read)."""
+    number, direction = stream
+    chosen = f"--stream {number}:{direction}" if direction else f"--stream {number}"
+    if raw:
+        return f"{chosen} selects nothing of a raw stream, which has no connection"
+    return f"{chosen} selects no stream of this capture (--list-streams lists them)"
 
 
 def _list_streams(env: Environment, paths: tuple[str, ...], inputs: Inputs, fmt: str | None) -> int:
