@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +50,8 @@ _TEXT = ("worker", "output", "key", "kind", "type")
 def _column(i: int, h: str) -> Column:
     if h in _TIMES:
         return Column(h, priority=1 if h == "last" else 2)
+    if h == "connection":  # N:c2s, short: never cut
+        return Column(h, keep=True)
     if i == 0:  # what the row is about
         return Column(h, keep=True, shrink=True, min_width=10)
     if h in _TEXT:
@@ -58,6 +61,16 @@ def _column(i: int, h: str) -> Column:
     if h == "severity":
         return Column(h, priority=3)
     return Column(h, keep=True, justify="right")
+
+
+# A stream's name by connection (batch/stats.py STREAM): its file, then N:c2s
+# or N:s2c for a capture's connections; a raw stream's is its file alone.
+_CONNECTION = re.compile(r"(.*) (\d+:(?:c2s|s2c))", re.DOTALL)
+
+
+def _file_and_connection(name: str) -> tuple[str, str]:
+    m = _CONNECTION.fullmatch(name)
+    return (m[1], m[2]) if m else (name, "")
 
 
 def _table(
@@ -88,16 +101,19 @@ def print_report(env: Environment, console: Console, report: Record) -> None:
         )
     console.print(Trimmed(Text(overview)))
     console.print()
-    cid = report["by"] == "connection"  # with each stream's Community ID
+    by_conn = report["by"] == "connection"  # with each stream's Community ID
+    # By connection, the file and the connection in columns of their own, so
+    # that a long path cut on a narrow line leaves the rows told apart.
+    heads = ("file", "connection", "community_id") if by_conn else (report["by"],)
     _table(
         env,
         console,
         f"by {report['by']}",
-        (report["by"], *(("community_id",) if cid else ()), "messages", "bytes", "msgs/s", "first", "last"),
+        (*heads, "messages", "bytes", "msgs/s", "first", "last"),
         [
             (
-                str(g["name"]),
-                *((g["community_id"] or "",) if cid else ()),
+                *(_file_and_connection(str(g["name"])) if by_conn else (str(g["name"]),)),
+                *((g["community_id"] or "",) if by_conn else ()),
                 _num(g["messages"]),
                 _num(g["bytes"]),
                 _num(g["rate"]),

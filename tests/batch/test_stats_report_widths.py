@@ -124,11 +124,25 @@ def test_stats_by_connection_shows_community_ids_in_room_to_spare() -> None:
     in a pipe and on a wide line; on a narrow one it goes first."""
     for width in (None, 200):
         lines = render(width, BY_CONNECTION).splitlines()
-        header = next(x for x in lines if x.split()[:2] == ["connection", "community_id"])
+        header = next(x for x in lines if x.split()[:3] == ["file", "connection", "community_id"])
         assert header
         row = next(x for x in lines if x.startswith("captures/workers"))
-        assert row.split()[2:4] == ["1:QnEWr3qfroI2soq1XiBDsN/9pUs=", "900"]
+        assert row.split()[1:4] == ["1:c2s", "1:QnEWr3qfroI2soq1XiBDsN/9pUs=", "900"]
         assert next(x for x in lines if x.startswith("demo.ripple")).split()[1] == "300"
     narrow = render(80, BY_CONNECTION)
     assert "community_id" not in narrow and "1:QnEW" not in narrow
     assert "captures/workers" in narrow and "demo.ripple" in narrow
+
+
+def test_stats_by_connection_keeps_the_connections_apart_on_a_narrow_line() -> None:
+    """A long path is cut, never the N:c2s that tells the rows apart."""
+    path = "captures/2024/06/20/site-a/rack-7/workers-2024-06-20T16.pcap"
+    groups = [
+        {**BY_CONNECTION["groups"][0], "name": f"{path} {conn}"}  # type: ignore[index]
+        for conn in ("1:c2s", "1:s2c", "12:c2s", "12:s2c")
+    ]
+    for width in (60, 80, 100):
+        lines = render(width, {**BY_CONNECTION, "groups": groups}).splitlines()
+        rows = [x for x in lines if x.startswith("captures/")]
+        assert [r.split()[1] for r in rows] == ["1:c2s", "1:s2c", "12:c2s", "12:s2c"], (width, rows)
+        assert all(len(r) <= width for r in rows)
