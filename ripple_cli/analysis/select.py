@@ -30,7 +30,9 @@ class Selection:
     def __call__(self, msg: Decoded) -> bool:
         if self.everything:
             return True
-        if self.type_names and msg.type not in self.type_names:
+        # A type the protocol does not know reads Unknown(9) (its tag): --type
+        # Unknown chooses every such one, as -Y 'type == Unknown' does.
+        if self.type_names and msg.type not in self.type_names and msg.type.partition("(")[0] not in self.type_names:
             return False
         # --output and --key name fields only some protocols' messages have
         # (Ripple's Deltas): a message without one is not chosen.

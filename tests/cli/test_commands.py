@@ -197,6 +197,25 @@ def test_verify_strict_turns_warnings_into_problems(tmp_path: Path) -> None:
     assert strict.code == 1 and "2 problems" in strict.text
 
 
+def test_type_unknown_chooses_the_unknown_types(tmp_path: Path) -> None:
+    """--type Unknown chooses the envelopes of a type Ripple does not know,
+    as -Y 'type == Unknown' does (they read Unknown(9) in JSON)."""
+    text = (
+        b"((seq 1)(time_ns 5)(schema ripple.heartbeat/v1)(msg(Heartbeat((worker_id w1)(timestamp_ns 5)(load 0.5)))))\n"
+        b'((seq 2)(time_ns 6)(schema x/v1)(msg(Unknown((tag 9)(payload"\\001\\002")))))\n'
+        b'((seq 3)(time_ns 7)(schema x/v1)(msg(Unknown((tag 12)(payload"")))))\n'
+    )
+    src = tmp_path / "u.sexp"
+    src.write_bytes(text)
+    stream = tmp_path / "u.ripple"
+    assert run_cli(["encode", str(src), "-o", str(stream)]).code == 0
+    unknown = text.splitlines(keepends=True)[1:]
+    for args in (["--type", "unknown"], ["-Y", "type == Unknown"]):
+        r = run_cli(["decode", *args, str(stream)])
+        assert r.stdout == b"".join(unknown), args
+    assert run_cli(["decode", "--type", "Unknown", "--type", "Heartbeat", str(stream)]).stdout == text
+
+
 def test_head_exits_quietly() -> None:
     big = DEMO.read_bytes() * 50
     proc = subprocess.Popen(
