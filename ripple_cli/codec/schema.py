@@ -12,6 +12,7 @@ from typing import Union
 from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.errors import DecodeError
 from ripple_cli.sexp.tree import Sexp, parse_int
+from ripple_cli.sexp.write import to_string
 
 PRIMITIVES = ("Int", "Int32", "Int64", "Float", "Bool", "String")
 # Constructor indices of Schema.field_type, in declaration order.
@@ -215,8 +216,15 @@ def expect_atom(s: Sexp, what: str, path: str) -> bytes:
 
 def expect_list(s: Sexp, what: str, path: str) -> list[Sexp]:
     if not isinstance(s, list):
-        raise SexpShapeError(f"expected {what}, found atom {s!r}", path)
+        raise SexpShapeError(f"expected {what}, found atom {shown_atom(s)}", path)
     return s
+
+
+def shown_atom(atom: bytes, most: int = 40) -> str:
+    """An atom in an error line: as the sexp text writes it (quoted and
+    escaped when it must be), cut after `most` characters."""
+    text = to_string(atom).decode("ascii", "backslashreplace")
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def record_fields(s: Sexp, names: tuple[str, ...], path: str) -> dict[str, Sexp]:

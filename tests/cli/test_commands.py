@@ -154,6 +154,34 @@ def test_encode_error_names_line_and_field_and_leaves_no_file(tmp_path: Path) ->
     assert not list(tmp_path.glob(".ripple-*"))
 
 
+def test_encode_errors_show_atoms_as_sexp_text(tmp_path: Path) -> None:
+    """An atom in an error line reads as the sexp text writes it, cut when
+    long; never as a Python byte string."""
+    out = str(tmp_path / "o.ripple")
+    r = run_cli(["encode", "-o", out, "-"], stdin=b"garbage\n")
+    assert (r.code, r.stderr) == (
+        1,
+        "ripple: <stdin>: line 1: expected an envelope ((seq ..)(time_ns ..)(schema ..)(msg ..)), found atom garbage\n",
+    )
+    r = run_cli(["encode", "-o", out, "-"], stdin=b'("\\255' + b"a" * 80 + b'" x)\n')
+    cut = '"\\255' + "a" * 32 + "..."  # 40 characters
+    assert r.stderr == f"ripple: <stdin>: line 1: expected a (field value) pair, found atom {cut}\n"
+
+
+def test_encode_refuses_binary_input_and_skips_a_bom(tmp_path: Path) -> None:
+    out = tmp_path / "o.ripple"
+    for binary in (DEMO, EXAMPLES / "capture.pcap"):
+        r = run_cli(["encode", "-o", str(out), str(binary)])
+        assert (r.code, r.stderr) == (
+            1,
+            f"ripple: {binary}: a binary file (a stream or capture?), not s-expression text: "
+            "encode reads what `ripple decode` prints\n",
+        )
+        assert not out.exists()
+    r = run_cli(["encode", "-o", str(out), "-"], stdin=b"\xef\xbb\xbf" + (EXAMPLES / "demo.sexp").read_bytes())
+    assert r.code == 0 and out.read_bytes() == DEMO.read_bytes()
+
+
 def test_encode_refuses_a_terminal() -> None:
     r = run_cli(["encode", str(EXAMPLES / "demo.sexp")], tty=True)
     assert r.code == 2

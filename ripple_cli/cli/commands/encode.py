@@ -48,8 +48,12 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
     parser = SexpStream()
     with binary_output(output, env) as out:
         chunks = read_chunks(file, env.stdin)
+        first = True
         while True:
             chunk = next(chunks, None)
+            if first and chunk:
+                chunk = _text_start(name, chunk)
+                first = False
             try:
                 items = parser.feed(chunk) if chunk is not None else parser.finish()
             except SexpSyntaxError as e:
@@ -69,6 +73,30 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
             out.write(block)
             if chunk is None:
                 return 0
+
+
+# What a binary input starts with: envelopes (and the captures holding them)
+# are what `decode` reads, not what `encode` does.
+_BINARY_STARTS = (
+    b"RIPP",
+    b"\xa1\xb2\xc3\xd4",
+    b"\xd4\xc3\xb2\xa1",
+    b"\xa1\xb2\x3c\x4d",
+    b"\x4d\x3c\xb2\xa1",
+    b"\x0a\x0d\x0d\x0a",
+)
+_BOM = b"\xef\xbb\xbf"
+
+
+def _text_start(name: str, chunk: bytes) -> bytes:
+    """The first chunk of the text, without a UTF-8 byte-order mark (an
+    editor's, not the text's); a binary input is refused in one line."""
+    if chunk.startswith(_BINARY_STARTS) or b"\x00" in chunk[:4096]:
+        raise InvalidInput(
+            f"{name}: a binary file (a stream or capture?), not s-expression text: "
+            "encode reads what `ripple decode` prints"
+        )
+    return chunk[len(_BOM) :] if chunk.startswith(_BOM) else chunk
 
 
 def protocol_of_text(text: Sexp) -> str:
