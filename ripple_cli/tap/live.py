@@ -308,5 +308,5 @@ def _conn(stream: StreamId | None) -> str:
 def _totals_text(t: Totals) -> str:
     return (
         f"{t.connections} connections ({t.open_connections} open), {t.messages} messages, "
-        f"{t.problems} problems, {human_bytes(t.stream_bytes)}"
+        f"{t.problems} problems, {f'{t.warnings} warnings, ' if t.warnings else ''}{human_bytes(t.stream_bytes)}"
     )

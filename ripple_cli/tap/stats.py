@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamId, StreamStart
-from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.protocols.item import Decoded, Progress, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.terminal.words import plural
@@ -32,7 +32,7 @@ class StreamStats:
     messages: int = 0
     message_bytes: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
-    problems: int = 0
+    problems: int = 0  # errors and warnings on this stream
     crc_errors: int = 0
     last_seq: int | None = None
     last_delta: tuple[str, int] | None = None  # (output, its sequence number): Progress.position
@@ -48,7 +48,8 @@ class Totals:
     connections: int = 0
     open_connections: int = 0
     messages: int = 0
-    problems: int = 0  # errors and warnings, as reported
+    problems: int = 0  # errors, as reported
+    warnings: int = 0  # as reported: a note (an upstream not reached), an unknown type, flags
     stream_bytes: int = 0
     not_decoded: int = 0  # stream bytes the decoder never saw
     by_type: Counter[str] = field(default_factory=Counter)
@@ -144,7 +145,10 @@ class TapStats:
         with self._lock:
             st = self._streams.get(stream) if stream is not None else None
             if isinstance(item, Problem):
-                self.totals.problems += 1
+                if item.severity is Severity.WARNING:
+                    self.totals.warnings += 1
+                else:
+                    self.totals.problems += 1
                 if st is not None:
                     st.problems += 1
                     if item.kind == "crc_mismatch":
@@ -213,6 +217,7 @@ class TapStats:
             plural(t.connections, "connection"),
             plural(t.messages, "message"),
             plural(t.problems, "problem"),
+            *([plural(t.warnings, "warning")] if t.warnings else []),
         ]
         losses = [
             f"{plural(self.not_shown_messages, 'message')} not shown",
