@@ -163,6 +163,10 @@ def _g_capture_time_ns(o: Origin, m: Any) -> Any:
     return o.time_ns
 
 
+def _g_community_id(o: Origin, m: Any) -> Any:
+    return o.community_id
+
+
 def _g_protocol(o: Origin, m: Any) -> Any:
     return m.protocol
 
@@ -180,7 +184,7 @@ def _g_size(o: Origin, m: Any) -> Any:
 
 
 # Fields read from the origin alone: the same getter serves every protocol.
-_ORIGIN_FIELDS = frozenset(("connection", "direction", "src", "dst", "capture_time_ns"))
+_ORIGIN_FIELDS = frozenset(("connection", "direction", "src", "dst", "capture_time_ns", "community_id"))
 
 
 def _protocol_test(name: str) -> Getter:
@@ -226,6 +230,7 @@ def _typed_fields() -> dict[str, _Field]:
         _Field("src", _STR, _g_src),
         _Field("dst", _STR, _g_dst),
         _Field("capture_time_ns", _NUM, _g_capture_time_ns),
+        _Field("community_id", _STR, _g_community_id),
         _Field("protocol", _STR, _g_protocol, tuple(PROTOCOL_NAMES), "protocol"),
     )
     for f in generic:

@@ -116,6 +116,19 @@ def test_message_records_and_show_connection(baseline_pcap: Path) -> None:
     assert f"1 c2s  {FLOWS[0][4]}" in table
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_filter_on_the_community_id(baseline_pcap: Path, seed: int) -> None:
+    """-Y community_id == "...": the connection that Zeek or Suricata
+    logged under that id, by the seed given."""
+    for conn, flow in enumerate(FLOWS, start=1):
+        cid = flow[4 + seed]
+        args = ["--community-id-seed", str(seed), "-F", "jsonl", "-Y", f'community_id == "{cid}"', str(baseline_pcap)]
+        records = [json.loads(x) for x in run_cli(["decode", *args]).text.splitlines()]
+        assert len(records) == 300 and {(r["connection"], r["community_id"]) for r in records} == {(conn, cid)}
+    none = run_cli(["decode", "-Y", "community_id", str(EXAMPLES / "demo.ripple")])
+    assert (none.code, none.stdout) == (0, b"")  # a raw stream has none
+
+
 def test_raw_stream_has_none(tmp_path: Path) -> None:
     [rec] = [
         json.loads(x)

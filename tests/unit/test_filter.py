@@ -638,7 +638,7 @@ def test_connection_fields() -> None:
     assert ok("capture_time_ns > 1718900000123456789", m, S2C)
     assert ok('src == "[::1]:40000" and dst ~ "]:9000$" and connection == 12', m, V6)
     assert ok("connection in {1, 12}", m, V6)
-    for text in ("connection", "direction", "src", "dst", "capture_time_ns"):
+    for text in ("connection", "direction", "src", "dst", "capture_time_ns", "community_id"):
         assert ok(text, m, C2S)
         assert not ok(text, m, FILE)  # a raw stream file has none of them
     assert not ok("connection != 3 or direction != c2s or src != x or capture_time_ns != 0", m, FILE)
@@ -723,7 +723,7 @@ def test_every_field_is_exercised() -> None:
         *("type", "seq", "time_ns", "schema", "flags", "offset", "size"),
         *("output", "key", "sequence_no", "watermark_ns", "delta"),
         *("worker", "load", "checkpoint_id", "ok", "errors"),
-        *("connection", "direction", "src", "dst", "capture_time_ns", "protocol"),
+        *("connection", "direction", "src", "dst", "capture_time_ns", "community_id", "protocol"),
     ]
     assert [*names, "field.NAME"] == list(FIELD_NAMES)
     flt = compile_filter(" or ".join([*names, "field.x.y"]))
