@@ -36,6 +36,7 @@ from typing import BinaryIO
 
 from ripple_cli.capture.events import CaptureNote
 from ripple_cli.capture.formats import PCAP_MAGICS, PCAPNG_MAGIC
+from ripple_cli.terminal.words import plural
 
 LinkFrame = tuple[int, int, bytes]  # (time_ns, link type, frame bytes)
 
@@ -111,7 +112,7 @@ _PLAUSIBLE_SECONDS = 7 * 86400
 def _skipped(offset: int, resumed: int | None) -> str:
     if resumed is None:
         return "no plausible record after it: the rest of the file is skipped"
-    return f"skipped {resumed - offset} bytes to the next plausible record at offset {resumed}"
+    return f"skipped {plural(resumed - offset, 'byte')} to the next plausible record at offset {resumed}"
 
 
 def _resync(

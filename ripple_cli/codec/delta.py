@@ -17,6 +17,7 @@ from ripple_cli.codec.errors import DecodeError
 from ripple_cli.codec.schema import RecordOf, Schema, SexpShapeError, expect_list, text, variant
 from ripple_cli.codec.values import TypeCodec, compile_type, read_ctor, start_budget, write_ctor
 from ripple_cli.sexp.tree import Sexp
+from ripple_cli.terminal.words import plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,7 @@ class CompiledSchema:
         start_budget(data)
         value, end = self.key.read(data, 0)
         if end != len(data):
-            raise DecodeError(f"key: {len(data) - end} bytes left over", end)
+            raise DecodeError(f"key: {plural(len(data) - end, 'byte')} left over", end)
         return value
 
     def read_delta(self, data: bytes) -> Delta:
@@ -89,7 +90,7 @@ class CompiledSchema:
         else:
             delta = REMOVE
         if pos != len(data):
-            raise DecodeError(f"delta: {len(data) - pos} bytes left over", pos)
+            raise DecodeError(f"delta: {plural(len(data) - pos, 'byte')} left over", pos)
         return delta
 
     def validate(self, key: bytes, delta: bytes) -> None:
@@ -97,7 +98,7 @@ class CompiledSchema:
         start_budget(key)
         end = self.key.skip(key, 0)
         if end != len(key):
-            raise DecodeError(f"key: {len(key) - end} bytes left over", end)
+            raise DecodeError(f"key: {plural(len(key) - end, 'byte')} left over", end)
         start_budget(delta)
         tag, pos = bp.read_tag(delta, 0, 3, "delta")
         if tag == 0:
@@ -108,7 +109,7 @@ class CompiledSchema:
                 i, pos = read_ctor(delta, pos, self._nfields, "update")
                 pos = self.fields[i].skip(delta, pos)
         if pos != len(delta):
-            raise DecodeError(f"delta: {len(delta) - pos} bytes left over", pos)
+            raise DecodeError(f"delta: {plural(len(delta) - pos, 'byte')} left over", pos)
 
     def write_key(self, value: Any) -> bytes:
         out = bytearray()

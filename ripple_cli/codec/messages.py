@@ -33,6 +33,7 @@ from ripple_cli.codec.schema import (
     read_schema,
     write_schema,
 )
+from ripple_cli.terminal.words import plural
 
 HANDSHAKE = 0
 DELTA = 1
@@ -318,7 +319,7 @@ def _read_schema_negotiation(buf: bytes) -> SchemaNegotiation:
 
 def _exact(buf: bytes, pos: int) -> None:
     if pos != len(buf):
-        raise DecodeError(f"{len(buf) - pos} bytes left over after the payload", pos)
+        raise DecodeError(f"{plural(len(buf) - pos, 'byte')} left over after the payload", pos)
 
 
 _READERS: dict[int, Callable[[bytes], Body]] = {

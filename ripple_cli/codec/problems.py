@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ripple_cli.sexp.atoms import escape_text
+from ripple_cli.terminal.words import plural
 
 
 class Severity(StrEnum):
@@ -39,7 +40,7 @@ class Problem:
             return self.detail
         text = f"offset {self.offset}: {self.detail}"
         if self.skipped:
-            text += f"; skipped {self.skipped} bytes to offset {self.offset + self.skipped}"
+            text += f"; skipped {plural(self.skipped, 'byte')} to offset {self.offset + self.skipped}"
         return text
 
 

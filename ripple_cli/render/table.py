@@ -39,6 +39,7 @@ from ripple_cli.render.columns import (
     table,
 )
 from ripple_cli.terminal.environment import Environment
+from ripple_cli.terminal.words import plural
 
 _BATCH = 200
 
@@ -145,7 +146,7 @@ class TableRenderer:
             return (*conn, *texts) if conn else texts, ((at + 3, item.style),)
         if isinstance(item, Problem):
             style = "yellow" if item.severity is Severity.WARNING else "bold red"
-            detail = item.detail + (f"; skipped {item.skipped} bytes" if item.skipped else "")
+            detail = item.detail + (f"; skipped {plural(item.skipped, 'byte')}" if item.skipped else "")
             offset = "" if item.offset < 0 else str(item.offset)
             if self._protocols:
                 texts = (*conn, offset, "", "", escaped(item.kind), escaped(detail))

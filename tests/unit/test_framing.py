@@ -349,7 +349,7 @@ def test_payload_bytes_left_over_is_bad_payload_then_decoding_goes_on() -> None:
     data = heartbeat(1) + bad + heartbeat(3)
     events = events_of(data)
     assert events[1] == Problem(
-        75, "bad_payload", "payload does not decode: 1 bytes left over after the payload at byte 12", seq=2
+        75, "bad_payload", "payload does not decode: 1 byte left over after the payload at byte 12", seq=2
     )
     assert shape(events) == [(0, "Heartbeat"), (75, ("bad_payload", 0)), (151, "Heartbeat")]
 
@@ -379,7 +379,7 @@ def test_delta_that_does_not_fit_its_schema_is_bad_delta_and_shown_raw() -> None
     bad = delta(2, delta_bytes=PATCH + b"\x00")
     events = events_of(bad + delta(3), registry=reg)
     assert events[0] == Problem(
-        0, "bad_delta", "Delta does not decode with schema vwap/v2: delta: 1 bytes left over at byte 18", seq=2
+        0, "bad_delta", "Delta does not decode with schema vwap/v2: delta: 1 byte left over at byte 18", seq=2
     )
     assert isinstance(events[1], Message) and events[1].body == DeltaMsg(b"vwap", KEY, PATCH + b"\x00", 2, None)
     assert isinstance(events[2], Message) and isinstance(events[2].body, DeltaView)
@@ -498,7 +498,7 @@ def test_validate_mode_checks_but_keeps_raw() -> None:
         (events[4].offset, ("bad_delta", 0)),
         (events[4].offset, "DeltaMsg"),
     ]
-    assert events[2].detail == "Delta does not decode with schema vwap/v2: delta: 1 bytes left over at byte 18"  # type: ignore[union-attr]
+    assert events[2].detail == "Delta does not decode with schema vwap/v2: delta: 1 byte left over at byte 18"  # type: ignore[union-attr]
     assert events[4].detail == "Delta does not decode with schema vwap/v2: bad update tag 3 at byte 2"  # type: ignore[union-attr]
     # and what VALIDATE accepts, DECODE decodes
     decoded = events_of(data)

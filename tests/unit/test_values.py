@@ -266,7 +266,7 @@ def test_record_key() -> None:
     assert str(e.value) == "bad enum tag 5 at byte 5"
     with pytest.raises(DecodeError) as e:
         c.read_key(h("04 41 41 50 4c 01 00"))
-    assert str(e.value) == "key: 1 bytes left over at byte 6"
+    assert str(e.value) == "key: 1 byte left over at byte 6"
 
 
 @pytest.mark.parametrize(
@@ -303,7 +303,7 @@ def test_delta_read_errors() -> None:
     key = c.write_key({"symbol": b"AAPL", "venue": "XNAS"})
     for data, msg in [
         (h("03"), "bad delta tag 3 at byte 0"),
-        (h("02 00"), "delta: 1 bytes left over at byte 1"),
+        (h("02 00"), "delta: 1 byte left over at byte 1"),
         (h("01 01 09 00"), "bad update tag 9 at byte 2"),
         (h("01 03 01 02"), "list of 3 elements cannot fit in 2 bytes at byte 1"),
         (h("01 02 01 02"), "truncated: need the update tag at byte 4"),
