@@ -10,6 +10,8 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from ripple_cli.terminal.words import plural
+
 _PIECE = 1 << 16  # compressed bytes handed to zlib at a time: a corrupt stream still yields what came before
 # Inflated bytes asked for at a time: zlib builds each call's output in a
 # buffer of its own before handing it over, so one call for the whole bound
@@ -52,7 +54,7 @@ def inflate(payload: bytes, limit: int) -> Inflated:
         return Inflated(data, error="the zlib stream ends early")
     trailing = len(d.unused_data) + len(payload) - fed
     if trailing:
-        return Inflated(data, error=f"{trailing} bytes after the end of the zlib stream")
+        return Inflated(data, error=f"{plural(trailing, 'byte')} after the end of the zlib stream")
     return Inflated(data)
 
 

@@ -49,6 +49,7 @@ from ripple_cli.protocols.pravega.commands import (
     WRONG_HOST,
     name_of,
 )
+from ripple_cli.terminal.words import plural
 
 HEADER = struct.Struct(">ii")
 _I32 = struct.Struct(">i")
@@ -356,7 +357,7 @@ def _read_layout(code: int, layout: tuple[Field, ...], body: bytes) -> Command:
         notes.append(
             Note(
                 "trailing_bytes",
-                f"{len(trailing)} bytes after the last field of {name_of(code)} (ignored by Java)",
+                f"{plural(len(trailing), 'byte')} after the last field of {name_of(code)} (ignored by Java)",
                 Severity.WARNING,
             )
         )

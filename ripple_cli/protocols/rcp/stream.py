@@ -44,6 +44,7 @@ from ripple_cli.protocols.rcp.wire import (
     read_header,
     valid_frame_at,
 )
+from ripple_cli.terminal.words import plural
 
 PROTOCOL = NAME.decode("ascii")
 
@@ -81,7 +82,7 @@ class RcpStream(BufferedStream):
             at = self._base + self._pos
             left = len(self._buf) - self._pos
             if self._buf[self._pos : self._pos + 4] != MAGIC[: min(4, left)]:
-                detail = f"stream ends inside a JSON line ({left} bytes, no newline)"
+                detail = f"stream ends inside a JSON line ({plural(left, 'byte')}, no newline)"
             elif left >= HEADER_SIZE:
                 need = read_header(self._buf, self._pos).size
                 detail = f"stream ends inside a frame: it needs {need} bytes, {left} remain"

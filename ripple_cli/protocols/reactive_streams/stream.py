@@ -45,6 +45,7 @@ from ripple_cli.protocols.reactive_streams.wire import (
     read_message,
     read_varint,
 )
+from ripple_cli.terminal.words import plural
 
 RAW_BLOCK = 4096  # bytes per Raw message once decoding has stopped
 MAX_TRACKED = 1 << 16  # fixed-size subscriptions, and unfinished split elements, per direction
@@ -119,7 +120,9 @@ class ReactiveStreamsStream(StreamDissector):
             # The hole is inside the message being passed over: its end is still known.
             self._skip -= size
             self._off += size
-            out.append(Problem(at, "gap", f"{size} bytes missing from the stream, inside a message skipped anyway"))
+            out.append(
+                Problem(at, "gap", f"{plural(size, 'byte')} missing from the stream, inside a message skipped anyway")
+            )
             self._run(out)
             return out
         if self._mode is _Mode.SKIP:
@@ -127,7 +130,7 @@ class ReactiveStreamsStream(StreamDissector):
         elif self._buf:
             out.append(proto_message(Raw(bytes(self._buf)), self._off, len(self._buf)))
         rest = "" if self._mode is _Mode.RAW else f"; no framing to resynchronise on: {REST_RAW}"
-        out.append(Problem(at, "gap", f"{size} bytes missing from the stream{rest}"))
+        out.append(Problem(at, "gap", f"{plural(size, 'byte')} missing from the stream{rest}"))
         self._buf.clear()
         self._off = at + size
         self._mode = _Mode.RAW
