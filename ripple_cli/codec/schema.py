@@ -257,6 +257,9 @@ def variant(s: Sexp, path: str) -> tuple[str, list[Sexp]]:
         if not s or not isinstance(s[0], bytes):
             raise SexpShapeError("expected a constructor", path)
         name, args = s[0], s[1:]
+        if not args:  # ppx_sexp_conv refuses it too (stag_no_args, or missing arguments)
+            bare = name.decode("utf-8", "surrogateescape")
+            raise SexpShapeError(f"({bare}) has no arguments: write {bare} alone, or give its arguments", path)
     ctor = name.decode("utf-8", "surrogateescape")
     return ctor[:1].upper() + ctor[1:], args
 

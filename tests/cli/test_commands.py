@@ -168,6 +168,23 @@ def test_encode_errors_show_atoms_as_sexp_text(tmp_path: Path) -> None:
     assert r.stderr == f"ripple: <stdin>: line 1: expected a (field value) pair, found atom {cut}\n"
 
 
+def test_encode_refuses_a_constructor_alone_in_parentheses(tmp_path: Path) -> None:
+    """`(Remove)` and `(Set)`: ppx_sexp_conv refuses both ("this constructor
+    does not take arguments", "has incorrect number of arguments"), so
+    encode does too; `Remove` is the form decode prints."""
+    lines = (EXAMPLES / "demo.sexp").read_bytes().splitlines(keepends=True)
+    remove = next(i for i, x in enumerate(lines) if b"(delta Remove)" in x)
+    for written, ctor in ((b"(delta(Remove))", "Remove"), (b"(delta(Set))", "Set")):
+        src = tmp_path / "bad.sexp"
+        src.write_bytes(b"".join([*lines[:remove], lines[remove].replace(b"(delta Remove)", written)]))
+        r = run_cli(["encode", "-o", str(tmp_path / "o.ripple"), str(src)])
+        assert (r.code, r.stderr) == (
+            1,
+            f"ripple: {src}: line {remove + 1}: msg.Delta.delta: "
+            f"({ctor}) has no arguments: write {ctor} alone, or give its arguments\n",
+        )
+
+
 def test_encode_refuses_binary_input_and_skips_a_bom(tmp_path: Path) -> None:
     out = tmp_path / "o.ripple"
     for binary in (DEMO, EXAMPLES / "capture.pcap"):
