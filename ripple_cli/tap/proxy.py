@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -88,7 +89,13 @@ class ProxySource:
 
     def start(self) -> str:
         """Starts the relay and waits until it listens.  Returns what the
-        status line says; raises InputUnreadable when it cannot listen."""
+        status line says; raises InputUnreadable when it cannot listen, or
+        when the upstream's name does not resolve (the C relay resolves it
+        once, at its start: no connection could ever be forwarded)."""
+        try:
+            socket.getaddrinfo(self.config.upstream_host, self.config.upstream_port, type=socket.SOCK_STREAM)
+        except socket.gaierror as e:
+            raise InputUnreadable(f"tap: cannot resolve the upstream {self.upstream}: {e.strerror}") from None
         env = dict(os.environ)
         # The relay imports ripple_cli from wherever this one was imported.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)

@@ -28,6 +28,7 @@ from tapkit import (
 
 from ripple_cli.capture.events import StreamData
 from ripple_cli.capture.reader import CaptureOptions, capture_events
+from tests.conftest import run_cli
 
 
 def _tap(*args: str) -> subprocess.CompletedProcess[str]:
@@ -154,6 +155,15 @@ def test_an_unreachable_upstream_closes_the_client_with_a_note(tmp_path: Path) -
     assert tap.stderr().splitlines()[-1] == (
         "ripple: tap: 0 connections, 0 messages, 0 problems, 1 warning; 0 messages not shown, 0 bytes not decoded"
     )
+
+
+def test_an_upstream_name_that_does_not_resolve_stops_the_tap_at_once(tmp_path: Path) -> None:
+    """.invalid never resolves (RFC 6761): exit status 3, one line, before
+    anything listens."""
+    r = run_cli(["tap", "--listen", "127.0.0.1:0", "--upstream", "nohost.invalid:9"])
+    assert r.code == 3
+    assert r.stderr.startswith("ripple: tap: cannot resolve the upstream nohost.invalid:9: ")
+    assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr
 
 
 def _has_ipv6_loopback() -> bool:
