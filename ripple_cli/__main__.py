@@ -1,3 +1,3 @@
-from ripple_cli.cli.main import main
+from ripple_cli.cli.entry import main
 
 main()

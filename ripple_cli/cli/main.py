@@ -3,7 +3,9 @@ that `ripple --help` stays instant however heavy a command's imports are."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -28,6 +30,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Write Wireshark Lua dissectors for Ripple and its siblings.",
     ),
 }
+
+
+def import_command(args: Sequence[str]) -> None:
+    """Import the module of the first command `args` name, if any, ahead of
+    Click (entry.py does, with the collector off).  An error is left for
+    `get_command` to raise again, inside the exit-code wrapper."""
+    name = next((a for a in args if a in COMMANDS), None)
+    if name is not None:
+        with contextlib.suppress(Exception):
+            importlib.import_module(COMMANDS[name][0])
 
 
 class LazyGroup(click.Group):

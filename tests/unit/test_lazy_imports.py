@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,28 +25,45 @@ SIBLINGS = (
 )
 UNWANTED = ("rich", "pyarrow", "pyspark", "ripple_cli.batch", "ripple_cli.tap", *SIBLINGS)
 
-# Runs the CLI as `python -m ripple_cli` does, then prints the modules
-# loaded and the exit status as JSON on stderr's last line.
+# Runs the CLI as the `ripple` script and `python -m ripple_cli` do, then
+# prints the modules loaded, the exit status and the collector's state as
+# JSON on stderr's last line.
 CHILD = """
-import json, sys
-from ripple_cli.cli.main import main
+import gc, json, sys
+from ripple_cli.cli.entry import main
 code = 0
 try:
-    main(sys.argv[1:])
+    main()
 except SystemExit as e:
     code = e.code
 sys.stdout.flush()
-sys.stderr.write("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}) + "\\n")
+gc_state = [gc.isenabled(), gc.get_freeze_count()]
+sys.stderr.write("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules), "gc": gc_state}) + "\\n")
 """
 
 
-def loaded(args: list[str]) -> tuple[int, set[str]]:
+def child(args: list[str]) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run(
         [sys.executable, "-c", CHILD, *args], capture_output=True, env=env, cwd=ROOT, check=False, timeout=120
     )
-    report = json.loads(r.stderr.decode().splitlines()[-1])
+    report: dict[str, Any] = json.loads(r.stderr.decode().splitlines()[-1])
+    return report
+
+
+def loaded(args: list[str]) -> tuple[int, set[str]]:
+    report = child(args)
     return report["code"], set(report["modules"])
+
+
+def test_the_command_is_imported_with_the_collector_off_and_it_is_on_again(empty: Path) -> None:
+    """entry.py: the command's modules imported (and frozen) before the
+    collector is on again for the command's own work."""
+    report = child(["verify", "--allow-empty", str(empty)])
+    assert report["code"] == 0
+    enabled, frozen = report["gc"]
+    assert enabled and frozen > 10_000
+    assert "ripple_cli.cli.commands.verify" in report["modules"]
 
 
 def unwanted(modules: set[str]) -> list[str]:
