@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 from typing import TYPE_CHECKING
@@ -64,6 +65,32 @@ def checked_out(out: str, fmt: str, partition_by: str | None, tables: bool, over
     return partition_by
 
 
+def refuse_replacing_inputs(out: str, inputs: tuple[str, ...]) -> None:
+    """--overwrite removes OUT before anything is written: never when OUT
+    is an input, holds one, lies in an input directory, or holds the
+    working directory (the relative inputs with it)."""
+    if is_url(out) or not os.path.exists(out):
+        return
+    target = os.path.realpath(out)
+
+    def within(path: str, top: str) -> bool:
+        return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+    places = [os.getcwd()]
+    for spec in inputs:
+        if is_url(spec):
+            continue
+        places += sorted(glob.glob(spec, recursive=True)) if glob.has_magic(spec) else [spec]
+    for place in places:
+        real = os.path.realpath(place)
+        inside = within(real, target)
+        holds = os.path.isdir(real) and within(target, real)
+        if inside or (holds and place != places[0]):
+            what = "the working directory" if place == places[0] else f"the input {place}"
+            how = "is" if real == target else ("holds" if inside else "is inside")
+            raise UsageProblem(f"--overwrite: {out} {how} {what}: write the table elsewhere")
+
+
 @click.command()
 @click.option(
     "--output",
@@ -120,6 +147,8 @@ def export(
     each source output's Deltas also go to a typed table of their own.
     """
     partition_by = checked_out(out, fmt, partition_by, tables, overwrite)
+    if overwrite:
+        refuse_replacing_inputs(out, batch.inputs)
     run = BatchRun(env, batch)
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.
