@@ -114,10 +114,10 @@ def queries(opts: StatsOptions) -> dict[str, str]:
     )
     return {
         "overview": f"""
-            SELECT count_if({MSG}) AS messages,
+            SELECT coalesce(count_if({MSG}), 0) AS messages,
                    coalesce(sum(CASE WHEN {MSG} THEN size END), 0) AS bytes,
-                   count_if(problem IS NOT NULL AND severity = 'error') AS errors,
-                   count_if(problem IS NOT NULL AND severity = 'warning') AS warnings,
+                   coalesce(count_if(problem IS NOT NULL AND severity = 'error'), 0) AS errors,
+                   coalesce(count_if(problem IS NOT NULL AND severity = 'warning'), 0) AS warnings,
                    min(CASE WHEN {MSG} THEN time_ns END) AS first_ns,
                    max(CASE WHEN {MSG} THEN time_ns END) AS last_ns,
                    count(DISTINCT capture_file) AS files,

@@ -62,6 +62,14 @@ def checked_out(out: str, fmt: str, partition_by: str | None, tables: bool, over
         parent = os.path.dirname(os.path.abspath(out))
         if not os.path.isdir(parent):
             raise InputUnreadable(f"{out}: directory {parent} does not exist")
+        if not os.path.exists(out):
+            # Whether OUT can be made at all (a read-only file system, /proc),
+            # before any input is read: the system's own reason, in one line.
+            try:
+                os.mkdir(out)
+                os.rmdir(out)
+            except OSError as e:
+                raise InputUnreadable(f"{out}: cannot be created: {e.strerror or e}") from None
     return partition_by
 
 

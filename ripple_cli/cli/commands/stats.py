@@ -3,6 +3,8 @@ heartbeat silences and top keys of capture sets, on Spark."""
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ripple_cli.batch.run import BatchArgs, BatchRun
@@ -10,6 +12,7 @@ from ripple_cli.batch.siblingcount import Tally, sibling_records
 from ripple_cli.batch.stats import BY_CHOICES, NS, StatsOptions
 from ripple_cli.cli.batch_options import batch_options
 from ripple_cli.cli.options import Number, OutputPath, group
+from ripple_cli.errors import InputUnreadable
 from ripple_cli.terminal.environment import Environment
 
 
@@ -67,6 +70,10 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
         from ripple_cli.batch.plots import require_matplotlib
 
         require_matplotlib()  # fail before the job if matplotlib is missing
+        try:  # and if the directory cannot be made
+            os.makedirs(plot_dir, exist_ok=True)
+        except OSError as e:
+            raise InputUnreadable(f"{plot_dir}: cannot create the directory: {e.strerror or e}") from None
     how = ""
     if run.without_spark("stats"):
         from ripple_cli.batch.local import plan_rows
@@ -87,6 +94,8 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
             report, timelines = job.run_stats(session.spark, frame, figures, plots=plot_dir is not None)
             tallies = counters.siblings.value
     report["siblings"] = sibling_records(tallies)
+    # Every input, those that gave no row (empty, or sibling protocols only) too.
+    report["overview"]["files"] = len(run.inputs)
     if fmt == "json":
         from ripple_cli.codec.jsonview import dumps
 

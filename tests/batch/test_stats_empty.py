@@ -1,0 +1,33 @@
+"""stats of inputs that give no Ripple row: an empty file, a capture of
+sibling protocols only.  Zero counts and exit 0 (it was an internal error:
+SQL's count over no row is null).  In-process: no JVM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, run_cli
+
+
+def test_stats_of_an_empty_file(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.ripple"
+    empty.write_bytes(b"")
+    r = run_cli(["stats", "-q", str(empty)])
+    assert r.code == 0, r.stderr
+    assert r.text.splitlines()[0] == "1 file, 0 streams: 0 messages, 0 bytes, 0 errors, 0 warnings; no event times"
+    doc = json.loads(run_cli(["stats", "-q", "-F", "json", str(empty)]).stdout)
+    ov = doc["overview"]
+    assert (ov["files"], ov["messages"], ov["bytes"], ov["errors"], ov["warnings"]) == (1, 0, 0, 0, 0)
+    plots = run_cli(["stats", "-q", "--plot", str(tmp_path / "plots"), str(empty)])
+    assert plots.code == 0, plots.stderr
+
+
+def test_stats_of_a_capture_of_sibling_protocols_only() -> None:
+    r = run_cli(["stats", "-q", "-F", "json", str(EXAMPLES / "streams.pcap")])
+    assert r.code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["overview"]["files"] == 1 and doc["overview"]["messages"] == 0
+    assert sum(s["messages"] for s in doc["siblings"]) > 0
+    text = run_cli(["stats", "-q", str(EXAMPLES / "streams.pcap")])
+    assert text.code == 0 and text.text.startswith("1 file, 0 streams: 0 messages"), text.stderr
