@@ -59,6 +59,9 @@ def write_table(
     check_partitioning(fmt, partition_by)
     fs, path = destination(out)
     try:
+        # OUT is there once the table is written, with no row too (pyarrow
+        # makes no directory for a dataset of no batch).
+        fs.create_dir(path, recursive=True)
         if fmt == "parquet":
             import pyarrow.dataset as ds
 
@@ -91,7 +94,6 @@ def write_table(
                 use_threads=threads,
             )
             return
-        fs.create_dir(path, recursive=True)
         batches = (b for b in batches if b.num_rows)
         first = next(batches, None)
         if first is None and not empty:

@@ -1,6 +1,7 @@
-"""stats of inputs that give no Ripple row: an empty file, a capture of
-sibling protocols only.  Zero counts and exit 0 (it was an internal error:
-SQL's count over no row is null).  In-process: no JVM."""
+"""stats and export of inputs that give no Ripple row: an empty file, a
+capture of sibling protocols only.  Zero counts and exit 0 (stats: it was
+an internal error, SQL's count over no row is null); export's OUT is there
+(it was not, for Parquet).  In-process: no JVM."""
 
 from __future__ import annotations
 
@@ -31,3 +32,16 @@ def test_stats_of_a_capture_of_sibling_protocols_only() -> None:
     assert sum(s["messages"] for s in doc["siblings"]) > 0
     text = run_cli(["stats", "-q", str(EXAMPLES / "streams.pcap")])
     assert text.code == 0 and text.text.startswith("1 file, 0 streams: 0 messages"), text.stderr
+
+
+def test_export_of_no_row_makes_out(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.ripple"
+    empty.write_bytes(b"")
+    for args in ([], ["--tables"], ["-F", "jsonl"]):
+        out = tmp_path / f"out{len(args)}"
+        r = run_cli(["export", "-q", *args, str(empty), "-o", str(out)])
+        assert r.code == 0, r.stderr
+        assert out.is_dir(), args
+    import pyarrow.dataset as ds
+
+    assert ds.dataset(str(tmp_path / "out0")).to_table().num_rows == 0
