@@ -287,6 +287,26 @@ def test_real_process_exit_codes_and_no_traceback(tmp_path: Path) -> None:
     assert ripple("decode", "--bogus").returncode == 2
 
 
+def test_schema_show_and_extract_read_captures_and_stdin(tmp_path: Path) -> None:
+    """A capture's connections reassembled, as decode reads them: the same
+    schemas as the raw stream they carry; `-` reads stdin (a schema file or
+    a stream)."""
+    raw = run_cli(["schema", "show", "-F", "json", str(DEMO)])
+    assert raw.code == 0
+    cap = run_cli(["schema", "show", "-F", "json", str(EXAMPLES / "workers.pcap")])
+    assert (cap.code, cap.stdout) == (0, raw.stdout), cap.stderr
+    out = tmp_path / "from-capture"
+    assert run_cli(["schema", "extract", "-o", str(out), str(EXAMPLES / "workers.pcap")]).code == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (EXAMPLES / "schemas").iterdir())
+    piped = run_cli(["schema", "show", "-F", "json", "-"], stdin=DEMO.read_bytes())
+    assert (piped.code, piped.stdout) == (0, raw.stdout)
+    one = EXAMPLES / "schemas" / "vwap_v2.sexp"
+    r = run_cli(["schema", "show", "-F", "sexp", "-"], stdin=one.read_bytes())
+    assert r.code == 0 and r.stdout.startswith(b"((name vwap)(version 2)")
+    none = run_cli(["schema", "show", str(EXAMPLES / "beats.pcap")])
+    assert (none.code, none.stderr) == (1, f"ripple: {EXAMPLES / 'beats.pcap'}: no Handshake declares a schema\n")
+
+
 def test_schema_show_check_extract(tmp_path: Path) -> None:
     r = run_cli(["schema", "show", "--format", "sexp", str(EXAMPLES / "schemas" / "vwap_v2.sexp")])
     assert r.stdout == (

@@ -10,6 +10,7 @@ import stat
 
 import click
 
+from ripple_cli.capture.formats import sniff_format
 from ripple_cli.cli.options import OutputPath, max_payload_option
 from ripple_cli.codec.compat import check_backward
 from ripple_cli.codec.envelope import MAGIC
@@ -17,6 +18,10 @@ from ripple_cli.codec.jsonview import dumps, schema_to_json, type_text
 from ripple_cli.codec.messages import DeltaMode, Handshake
 from ripple_cli.codec.schema import Schema, sexp_of_schema, text
 from ripple_cli.errors import EXIT_PROBLEMS, EXIT_UNREADABLE, InputUnreadable
+from ripple_cli.flow.inputs import Inputs
+from ripple_cli.flow.pipeline import BaseSink, pump
+from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sexp.atoms import escape_text
@@ -50,6 +55,37 @@ def schemas_in_stream(path: str, env: Environment, max_payload: int) -> list[tup
             return list(found.values())
 
 
+class _Handshakes(BaseSink):
+    """A capture's Ripple Handshake schemas, each fingerprint's first."""
+
+    def __init__(self) -> None:
+        self.found: dict[bytes, tuple[bytes, Schema]] = {}
+
+    def message(self, origin: Origin, msg: Decoded) -> None:
+        body = getattr(msg, "body", None)
+        if isinstance(msg, Message) and isinstance(body, Handshake):
+            for output, s in body.output_schemas:
+                self.found.setdefault(s.fingerprint, (output, s))
+
+
+def schemas_in_input(path: str, env: Environment, max_payload: int) -> list[tuple[bytes, Schema]]:
+    """(output, schema) of every Handshake in a stream or, reassembled as
+    decode reads it, in every connection of a capture."""
+    head = b""
+    if path != "-":
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4)
+        except OSError as e:
+            raise open_error(display_name(path), e, "cannot read") from None
+    if sniff_format(head) == "raw":
+        return schemas_in_stream(path, env, max_payload)
+    inputs = Inputs(max_payload=max_payload)
+    sink = _Handshakes()
+    pump(inputs.events(path, env), inputs.demux(display_name(path), deltas=DeltaMode.RAW), sink)
+    return list(sink.found.values())
+
+
 def _load_show_input(path: str, env: Environment, max_payload: int) -> tuple[bool, list[tuple[bytes, Schema]]]:
     """(is a stream, its schemas): a stream's Handshake schemas, or the one
     schema of a schema file.  `-` is stdin, either kind."""
@@ -63,8 +99,8 @@ def _load_show_input(path: str, env: Environment, max_payload: int) -> tuple[boo
             head = f.read(4)
     except OSError as e:
         raise open_error(path, e, "cannot read") from None
-    if head == MAGIC:
-        return True, schemas_in_stream(path, env, max_payload)
+    if head == MAGIC or sniff_format(head) != "raw":
+        return True, schemas_in_input(path, env, max_payload)
     return False, [(b"", load_schema_file(path))]
 
 
@@ -234,7 +270,7 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
     ready for ripple decode --schemas (or verify's).  Nothing is written
     outside DIR.
     """
-    items = schemas_in_stream(stream, env, max_payload)
+    items = schemas_in_input(stream, env, max_payload)
     if not items:
         env.problem_line(f"ripple: {display_name(stream)}: no Handshake declares a schema")
         return EXIT_PROBLEMS
