@@ -24,7 +24,10 @@ ROW_GROUP_ROWS = 1 << 16
 
 def check_partitioning(fmt: str, partition_by: str | None) -> None:
     if partition_by and fmt != "parquet":
-        raise UsageProblem(f"--partition-by {partition_by}: -F {fmt} is partitioned on Spark only (parquet is without)")
+        raise UsageProblem(
+            f"--partition-by {partition_by}: -F {fmt} is partitioned on Spark only: give --master "
+            "(e.g. local[*]), or --partition-by none; in-process, only parquet is partitioned"
+        )
 
 
 def make_dir(out: str) -> None:
