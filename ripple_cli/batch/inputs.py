@@ -20,25 +20,50 @@ _GLOB_CHARS = frozenset("*?[")
 class InputFile:
     path: str  # as given, or joined to the directory it was found in
     size: int
-    kind: str  # "raw", "pcap" or "pcapng"
+    kind: str  # "raw", "pcap", "pcapng", or "sibling": a raw stream of a sibling protocol
 
     @property
     def is_capture(self) -> bool:
+        return self.kind in ("pcap", "pcapng")
+
+    @property
+    def whole(self) -> bool:
+        """Decoded whole, in one task: a capture, or a sibling protocol's raw
+        stream (only Ripple's are split into byte ranges)."""
         return self.kind != "raw"
+
+
+# How much of a raw file detection looks at, as decode's does for a raw
+# stream (flow/demux.py: 64 KiB when no detector has decided).
+_DETECT_HEAD = 64 << 10
 
 
 def _kind(path: str) -> str:
     if is_url(path):
         with open_url(path) as f:
-            return sniff_format(f.read(MAGIC_SIZE))
-    try:
-        with open(path, "rb") as f:
-            head = f.read(MAGIC_SIZE)
-    except PermissionError:
-        raise InputUnreadable(f"{path}: permission denied") from None
-    except OSError as e:
-        raise InputUnreadable(f"{path}: cannot open: {e.strerror or e}") from None
-    return sniff_format(head)
+            head = f.read(_DETECT_HEAD)
+    else:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(_DETECT_HEAD)
+        except PermissionError:
+            raise InputUnreadable(f"{path}: permission denied") from None
+        except OSError as e:
+            raise InputUnreadable(f"{path}: cannot open: {e.strerror or e}") from None
+    kind = sniff_format(head[:MAGIC_SIZE])
+    return "sibling" if kind == "raw" and _sibling(head) else kind
+
+
+def _sibling(head: bytes) -> bool:
+    """Whether decode's detection takes these first bytes of a raw file for
+    a sibling protocol's (a file none recognises is Ripple's, as there)."""
+    from ripple_cli.protocols import registry
+    from ripple_cli.protocols.base import Detection
+
+    for dissector in registry.detection_order():
+        if dissector.detect(head) is Detection.YES:
+            return dissector.name != "ripple"
+    return False
 
 
 def _walk(directory: str) -> list[str]:

@@ -21,8 +21,8 @@ def scan_tasks(inputs: Sequence[InputFile], split_size: int = DEFAULT_SPLIT) -> 
     (the decode pass adds what the scan found)."""
     tasks: list[Task] = []
     for inp in inputs:
-        if inp.is_capture:
-            tasks.append(CaptureFile(inp.path))
+        if inp.whole:
+            tasks.append(CaptureFile(inp.path, sibling=inp.kind == "sibling"))
         else:
             tasks.extend(RawRange(inp.path, inp.size, s, e) for s, e in plan_ranges(inp.size, split_size))
     return tasks

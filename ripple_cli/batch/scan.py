@@ -152,7 +152,9 @@ def scan_capture(task: CaptureFile, settings: Settings) -> ScanResult:
     out = ScanResult()
     # RAW: no Delta needs decoding here; the fast lane (when built) takes
     # every envelope but the Handshakes, which come out as messages.
-    demux = ripple_demux(task.path, settings, DeltaMode.RAW, lane=LaneKind.COUNT, registry=SchemaRegistry())
+    demux = ripple_demux(
+        task.path, settings, DeltaMode.RAW, lane=LaneKind.COUNT, registry=SchemaRegistry(), siblings=task.sibling
+    )
     conns: dict[int, ConnSeen] = {}
 
     def events() -> Iterator[CaptureEvent]:

@@ -136,6 +136,7 @@ class RawRange:
 class CaptureFile:
     path: str
     rotated: frozenset[ConnKey] = frozenset()  # connections left to Rotated tasks
+    sibling: bool = False  # not a capture: a sibling protocol's raw stream, decoded whole as decode does
 
 
 @dataclass(frozen=True)
@@ -352,7 +353,7 @@ def capture_rows(
     def want(stream: StreamId | None) -> bool:
         return stream is None or conn_key(stream) not in rotated
 
-    siblings = typed is not None or tally is not None
+    siblings = typed is not None or tally is not None or task.sibling
     sink = RowSink(task.path, typed=typed, tally=tally, lanes=lanes() is not None)
     lane = LaneKind.ROWS if sink.takes_runs else None
     demux = ripple_demux(task.path, settings, DeltaMode.DECODE, want=want, lane=lane, siblings=siblings)

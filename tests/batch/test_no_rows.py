@@ -1,5 +1,7 @@
 """stats and export of inputs that give no Ripple row: an empty file, a
-capture of sibling protocols only.  Zero counts and exit 0 (stats: it was
+capture of sibling protocols only, a sibling protocol's raw stream (told
+by decode's detection, and decoded whole: it was read as a damaged Ripple
+stream).  Zero counts and exit 0 (stats: it was
 an internal error, SQL's count over no row is null); export's OUT is there
 (it was not, for Parquet).  In-process: no JVM."""
 
@@ -45,3 +47,21 @@ def test_export_of_no_row_makes_out(tmp_path: Path) -> None:
     import pyarrow.dataset as ds
 
     assert ds.dataset(str(tmp_path / "out0")).to_table().num_rows == 0
+
+
+def test_a_raw_sibling_stream_is_its_protocol(tmp_path: Path) -> None:
+    lj = EXAMPLES / "v1.lj"
+    doc = json.loads(run_cli(["stats", "-q", "-F", "json", str(lj)]).stdout)
+    assert (doc["overview"]["errors"], doc["overview"]["messages"]) == (0, 0)
+    assert {(s["protocol"], s["type"], s["messages"]) for s in doc["siblings"]} == {
+        ("lumberjack", "Data", 2),
+        ("lumberjack", "Window", 1),
+    }
+    out = tmp_path / "tables"
+    r = run_cli(["export", "-q", "--tables", str(lj), "-o", str(out)])
+    assert r.code == 0, r.stderr
+    assert sorted(p.name for p in (out / "lumberjack").iterdir()) == ["Data", "Window"]
+    rows = run_cli(["export", "-q", "-F", "jsonl", str(lj), str(EXAMPLES / "demo.ripple"), "-o", str(tmp_path / "j")])
+    assert rows.code == 0
+    lines = [json.loads(x) for p in (tmp_path / "j").glob("part-*") for x in p.read_bytes().splitlines()]
+    assert len(lines) == 300 and not [x for x in lines if x.get("problem")]  # the demo's; none of v1.lj's bytes
