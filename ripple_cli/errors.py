@@ -12,7 +12,7 @@ EXIT_USAGE = 2  # bad command line
 EXIT_UNREADABLE = 3  # an input could not be opened or read
 EXIT_INTERNAL = 70  # a bug in ripple (EX_SOFTWARE)
 EXIT_INTERRUPTED = 130  # Ctrl-C
-EXIT_TERMINATED = 143  # SIGTERM to the tap (128 + 15): stopped as by Ctrl-C, with its summary
+EXIT_TERMINATED = 143  # SIGTERM to the tap or replay (128 + 15): stopped as by Ctrl-C, with its summary
 EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE), as a C tool would
 
 EXIT_CODES = {

@@ -293,7 +293,9 @@ def test_json_report_topspeed() -> None:
     assert r.stderr == ""
 
 
-def _interrupted_replay(c: Consumer, sigint_ignored: bool = False) -> subprocess.Popen[str]:
+def _interrupted_replay(
+    c: Consumer, sigint_ignored: bool = False, signum: int = signal.SIGINT
+) -> subprocess.Popen[str]:
     """A replay into `c`, sent SIGINT once the Handshake is answered and
     messages flow (at x1 the demo lasts 20 s); started with SIGINT ignored
     when asked (a shell script's background job starts so)."""
@@ -306,7 +308,7 @@ def _interrupted_replay(c: Consumer, sigint_ignored: bool = False) -> subprocess
     deadline = time.monotonic() + 30
     while len(c.received[0].envelopes) < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     return proc
 
 
@@ -329,6 +331,17 @@ def test_kill_int_stops_a_replay_started_with_sigint_ignored() -> None:
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "(interrupted)" in err and "Traceback" not in err
+
+
+def test_sigterm_stops_with_the_report_and_143() -> None:
+    """kill (SIGTERM) stops a replay as Ctrl-C does, with its report; exit
+    143 (ripple-replay(1))."""
+    with Consumer() as c:
+        proc = _interrupted_replay(c, signum=signal.SIGTERM)
+        _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143, err
+    assert "(interrupted)" in err and "Traceback" not in err
+    assert c.received[0].envelopes == SOURCE_BYTES[: len(c.received[0].envelopes)]
 
 
 # ------------------------------------------------------------------ --listen

@@ -17,7 +17,15 @@ from ripple_cli.cli.options import (
     max_payload_option,
 )
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, InvalidInput, RippleError, UsageProblem
+from ripple_cli.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_TERMINATED,
+    InvalidInput,
+    RippleError,
+    UsageProblem,
+)
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import problem_text
@@ -208,13 +216,20 @@ def replay(
     pacing = timing.pacing
     stats = ReplayStats(peer, pacing.describe(), pacing.paced, skipped=source_problems)
     opts = _options(to, listen, pacing, sending, inputs.max_payload)
-    restore = take_interrupts()  # kill -INT stops it even where SIGINT came ignored
+    terminated: list[bool] = []
+
+    def on_term(_signum: int, _frame: object) -> None:
+        # SIGTERM (kill, systemd, docker stop) stops it as Ctrl-C does: the report, then 143.
+        terminated.append(True)
+        raise KeyboardInterrupt
+
+    restore = take_interrupts(on_term)  # kill -INT stops it even where SIGINT came ignored
     try:
         run_replay(recordings, opts, stats, lambda text: env.problem_line(f"ripple: {text}"))
     except KeyboardInterrupt:
         stats.interrupted = True
         _report(env, stats, fmt)
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except RippleError:
         # The report only when something was streamed: a refused connection
         # or Handshake is said in one line.
