@@ -174,7 +174,7 @@ class BatchRun:
         return (
             f"{plural(len(self.inputs), 'file')} ({raw} raw, {plural(caps, 'capture')}), "
             f"{plural(size, 'byte', grouped=True)}, "
-            f"{plural(len(plan.tasks), 'task')}{rotated}, {plural(len(plan.settings.schemas), 'schema')}"
+            f"{plural(len(plan.tasks), 'task', grouped=True)}{rotated}, {plural(len(plan.settings.schemas), 'schema')}"
         )
 
     def elapsed(self) -> float:
