@@ -30,6 +30,7 @@ from ripple_cli.codec.envelope import HEADER, MAGIC, build_envelope
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
 from ripple_cli.sexp.tree import float_atom
 from tests.capture.livecap import DEMO, bound, capture_conversation, closed, listener, tcpdump
+from tests.conftest import EXAMPLES
 from tests.interop.conftest import ocaml_tools  # noqa: F401 - the session fixture that builds the OCaml tools
 from tests.interop.ocamlkit import OcamlTools
 from tests.wireshark import tsharkkit as kit
@@ -726,3 +727,21 @@ def test_names_two_types_share_follow_the_order_of_the_schemas(tmp_path: Path) -
         "ripple.delta._.__._": "FT_BOOLEAN",
     }
     assert field_types(lua) == registered  # and again
+
+
+@pytest.mark.parametrize("max_write", [23, 3000])
+def test_damage_is_skipped_to_the_next_envelope(tmp_path: Path, max_write: int) -> None:
+    """The bundled damaged stream over a real connection, in writes small
+    (the damage spans segments) and large: tshark shows every envelope
+    ripple frames (its messages, and seq 4 of the bad CRC), and the 14
+    bytes of garbage as one expert item, as ripple reports them."""
+    stream = (EXAMPLES / "damaged.ripple").read_bytes()
+    cap = captured(tmp_path, stream, seed=17, max_write=max_write)
+    out = tshark(cap.lua, cap.pcap, "-T", "fields", "-e", "ripple.seq")
+    shown = sorted(int(s) for line in out.split() for s in line.split(","))
+    decoded = sorted([m["seq"] for m in cap.decoded if "problem" not in m] + [4])
+    assert len(decoded) == 299 and shown == decoded
+    experts = tshark(cap.lua, cap.pcap, "-q", "-z", "expert,error")
+    assert [line.split(None, 3)[3] for line in experts.splitlines() if "no envelope" in line] == [
+        "14 bytes that are no envelope, skipped"
+    ]

@@ -72,6 +72,8 @@ field("some", ProtoField.none("ripple.value.some", "Some"))
 local E = {
     crc_bad = ProtoExpert.new("ripple.crc.bad", "Bad CRC-32C", expert.group.CHECKSUM, expert.severity.WARN),
     malformed = ProtoExpert.new("ripple.malformed", "Malformed payload", expert.group.MALFORMED, expert.severity.ERROR),
+    skipped = ProtoExpert.new("ripple.skipped", "Bytes that are no envelope", expert.group.MALFORMED,
+        expert.severity.ERROR),
     unknown_schema = ProtoExpert.new("ripple.schema.unknown", "Delta of an unknown schema",
         expert.group.UNDECODED, expert.severity.NOTE),
 }
@@ -127,7 +129,7 @@ for _, fp in ipairs(SCHEMA_ORDER) do
 end
 
 set_fields(p, F)
-p.experts = { E.crc_bad, E.malformed, E.unknown_schema }
+p.experts = { E.crc_bad, E.malformed, E.unknown_schema, E.skipped }
 
 p.prefs.heuristic = Pref.bool("Find Ripple on any TCP port", true,
     "Try every TCP connection whose first bytes are a Ripple envelope")
@@ -614,16 +616,70 @@ local function dissect_envelope(tvb, pinfo, tree)
     return size
 end
 
-local function envelope_length(tvb, pinfo, offset)
-    local n = tvb(offset + 55, 4):le_int()
-    if n < 0 then n = 0 end
-    return OVERHEAD + n
+-- An envelope header ripple would frame: the magic, version 1, a payload
+-- length within --max-payload's default (16 MiB).  Anything else is damage:
+-- skipped to the next "RIPP" that starts one, as ripple's decoder resyncs.
+local MAX_PAYLOAD = 16 * 1024 * 1024
+
+local function header_ok(tvb, at)
+    if tvb(at, 4):raw() ~= "RIPP" or tvb(at + 4, 1):uint() ~= 1 then return false end
+    local n = tvb(at + 55, 4):le_int()
+    return n >= 0 and n <= MAX_PAYLOAD
+end
+
+local function skipped(tvb, pinfo, tree, at, n)
+    local item = tree:add(p, tvb(at, n))
+    item:set_text(string.format("Ripple: %d bytes skipped to the next envelope", n))
+    item:add_proto_expert_info(E.skipped, string.format("%d bytes that are no envelope, skipped", n))
+    set_info(pinfo, "Ripple", string.format("[%d bytes skipped]", n))
 end
 
 local function dissect(tvb, pinfo, tree)
-    if tvb:len() >= 4 and tvb(0, 4):raw() ~= "RIPP" then return 0 end
-    dissect_tcp_pdus(tvb, tree, HEADER, envelope_length, dissect_envelope, true)
-    return tvb:len()
+    local at, len = 0, tvb:len()
+    local damaged -- where the bytes being skipped began
+    local function flush()
+        if damaged then skipped(tvb, pinfo, tree, damaged, at - damaged); damaged = nil end
+    end
+    while at < len do
+        local avail = len - at
+        if avail < HEADER then
+            -- The start of a header: wait for the rest (what is not one is
+            -- found out once the header is whole).
+            local head = tvb(at, math.min(5, avail)):raw()
+            if ("RIPP\1"):sub(1, #head) == head then
+                -- From the damage, if any, so that it is one item, however
+                -- the segments cut it.
+                pinfo.desegment_offset, pinfo.desegment_len = damaged or at, DESEGMENT_ONE_MORE_SEGMENT
+                return len
+            end
+        end
+        if avail >= HEADER and header_ok(tvb, at) then
+            flush()
+            local size = OVERHEAD + tvb(at + 55, 4):le_int()
+            if avail < size then
+                pinfo.desegment_offset, pinfo.desegment_len = at, size - avail
+                return len
+            end
+            dissect_envelope(tvb(at, size):tvb(), pinfo, tree)
+            at = at + size
+        else
+            -- Damage: up to the next "RIPP", or to the end of what is here
+            -- but for a tail that may begin one in the next segment.
+            damaged = damaged or at
+            local rest = tvb(at + 1, avail - 1):raw()
+            local n = rest:find("RIPP", 1, true)
+            if not n then
+                local keep = 0
+                for k = math.min(4, #rest), 1, -1 do
+                    if rest:sub(-k) == ("RIPP\1"):sub(1, k) then keep = k; break end
+                end
+                n = avail - keep
+            end
+            at = at + n
+        end
+    end
+    flush()
+    return len
 end
 p.dissector = dissect
 
