@@ -224,6 +224,15 @@ def test_verify_json_is_machine_readable(tmp_path: Path) -> None:
     assert doc["ok"] is (r.code == 0)
 
 
+def _encoded(tmp_path: Path, text: bytes) -> Path:
+    """The stream `encode` writes from canonical `text`."""
+    src = tmp_path / "in.sexp"
+    src.write_bytes(text)
+    stream = tmp_path / "in.ripple"
+    assert run_cli(["encode", str(src), "-o", str(stream)]).code == 0
+    return stream
+
+
 def test_verify_strict_turns_warnings_into_problems(tmp_path: Path) -> None:
     # An envelope with flags 1 and one of an unknown type 9.
     text = (
@@ -231,10 +240,7 @@ def test_verify_strict_turns_warnings_into_problems(tmp_path: Path) -> None:
         b"(msg(Heartbeat((worker_id w1)(timestamp_ns 5)(load 0.5)))))\n"
         b'((seq 2)(time_ns 6)(schema x/v1)(msg(Unknown((tag 9)(payload"\\001\\002")))))\n'
     )
-    src = tmp_path / "w.sexp"
-    src.write_bytes(text)
-    stream = tmp_path / "w.ripple"
-    assert run_cli(["encode", str(src), "-o", str(stream)]).code == 0
+    stream = _encoded(tmp_path, text)
     assert run_cli(["decode", str(stream)]).stdout == text
     lax = run_cli(["verify", str(stream)])
     assert lax.code == 0 and "2 warnings" in lax.text
@@ -250,10 +256,7 @@ def test_type_unknown_chooses_the_unknown_types(tmp_path: Path) -> None:
         b'((seq 2)(time_ns 6)(schema x/v1)(msg(Unknown((tag 9)(payload"\\001\\002")))))\n'
         b'((seq 3)(time_ns 7)(schema x/v1)(msg(Unknown((tag 12)(payload"")))))\n'
     )
-    src = tmp_path / "u.sexp"
-    src.write_bytes(text)
-    stream = tmp_path / "u.ripple"
-    assert run_cli(["encode", str(src), "-o", str(stream)]).code == 0
+    stream = _encoded(tmp_path, text)
     unknown = text.splitlines(keepends=True)[1:]
     for args in (["--type", "unknown"], ["-Y", "type == Unknown"]):
         r = run_cli(["decode", *args, str(stream)])
