@@ -78,7 +78,10 @@ def _table(
 ) -> None:
     columns = [_column(i, h) for i, h in enumerate(headers)]
     empty = ["(none)", *[""] * (len(headers) - 1)]
-    console.print(Trimmed(fitted_table(env, columns, rows, title=title, empty=empty)))
+    # The title on a line of its own: as a rich table's, it wrapped to the
+    # table's width ("watermark lag (capture time minus" / "watermark)").
+    console.print(Trimmed(Text(title)))
+    console.print(Trimmed(fitted_table(env, columns, rows, empty=empty)))
     console.print()
 
 
