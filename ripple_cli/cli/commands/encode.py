@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ripple_cli.capture.formats import sniff_format
 from ripple_cli.cli.options import OutputPath, schemas_option
+from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.codec.errors import EncodeError
 from ripple_cli.errors import InvalidInput
 from ripple_cli.protocols import registry as protocols
@@ -75,23 +77,14 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
                 return 0
 
 
-# What a binary input starts with: envelopes (and the captures holding them)
-# are what `decode` reads, not what `encode` does.
-_BINARY_STARTS = (
-    b"RIPP",
-    b"\xa1\xb2\xc3\xd4",
-    b"\xd4\xc3\xb2\xa1",
-    b"\xa1\xb2\x3c\x4d",
-    b"\x4d\x3c\xb2\xa1",
-    b"\x0a\x0d\x0d\x0a",
-)
 _BOM = b"\xef\xbb\xbf"
 
 
 def _text_start(name: str, chunk: bytes) -> bytes:
     """The first chunk of the text, without a UTF-8 byte-order mark (an
     editor's, not the text's); a binary input is refused in one line."""
-    if chunk.startswith(_BINARY_STARTS) or b"\x00" in chunk[:4096]:
+    # Envelopes and the captures of them are what `decode` reads.
+    if chunk.startswith(MAGIC) or sniff_format(chunk) != "raw" or b"\x00" in chunk[:4096]:
         raise InvalidInput(
             f"{name}: a binary file (a stream or capture?), not s-expression text: "
             "encode reads what `ripple decode` prints"

@@ -20,13 +20,14 @@ from ripple_cli.codec.schema import Schema, sexp_of_schema, text
 from ripple_cli.errors import EXIT_PROBLEMS, EXIT_UNREADABLE, InputUnreadable
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import BaseSink, pump
-from ripple_cli.protocols.item import Decoded
+from ripple_cli.protocols.base import LaneKind
+from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.write import to_string, to_string_hum
-from ripple_cli.sources.files import display_name, open_error, read_all, read_chunks
+from ripple_cli.sources.files import display_name, open_error, read_all
 from ripple_cli.sources.schema_files import MAX_SCHEMA_FILE, load_schema_file, parse_schema_text
 from ripple_cli.terminal.environment import Environment
 
@@ -39,50 +40,31 @@ def schema() -> None:
     """
 
 
-def schemas_in_stream(path: str, env: Environment, max_payload: int) -> list[tuple[bytes, Schema]]:
-    """(output, schema) of every Handshake in a stream, first declaration of
-    each fingerprint first."""
-    found: dict[bytes, tuple[bytes, Schema]] = {}
-    decoder = StreamDecoder(None, DeltaMode.RAW, max_payload)
-    chunks = read_chunks(path, env.stdin)
-    while True:
-        chunk = next(chunks, None)
-        for ev in decoder.feed(chunk) if chunk is not None else decoder.finish():
-            if isinstance(ev, Message) and isinstance(ev.body, Handshake):
-                for output, s in ev.body.output_schemas:
-                    found.setdefault(s.fingerprint, (output, s))
-        if chunk is None:
-            return list(found.values())
-
-
 class _Handshakes(BaseSink):
-    """A capture's Ripple Handshake schemas, each fingerprint's first."""
+    """Every Handshake's schemas, each fingerprint's first declaration; the
+    fast lane (when built) counts the other envelopes in bulk."""
+
+    takes_runs = True
 
     def __init__(self) -> None:
         self.found: dict[bytes, tuple[bytes, Schema]] = {}
 
     def message(self, origin: Origin, msg: Decoded) -> None:
-        body = getattr(msg, "body", None)
-        if isinstance(msg, Message) and isinstance(body, Handshake):
-            for output, s in body.output_schemas:
+        if isinstance(msg, Message) and isinstance(msg.body, Handshake):
+            for output, s in msg.body.output_schemas:
                 self.found.setdefault(s.fingerprint, (output, s))
+
+    def run(self, origin: Origin, run: Run) -> None:
+        pass
 
 
 def schemas_in_input(path: str, env: Environment, max_payload: int) -> list[tuple[bytes, Schema]]:
     """(output, schema) of every Handshake in a stream or, reassembled as
     decode reads it, in every connection of a capture."""
-    head = b""
-    if path != "-":
-        try:
-            with open(path, "rb") as f:
-                head = f.read(4)
-        except OSError as e:
-            raise open_error(display_name(path), e, "cannot read") from None
-    if sniff_format(head) == "raw":
-        return schemas_in_stream(path, env, max_payload)
     inputs = Inputs(max_payload=max_payload)
     sink = _Handshakes()
-    pump(inputs.events(path, env), inputs.demux(display_name(path), deltas=DeltaMode.RAW), sink)
+    demux = inputs.demux(display_name(path), deltas=DeltaMode.RAW, lane=LaneKind.COUNT)
+    pump(inputs.events(path, env), demux, sink)
     return list(sink.found.values())
 
 
