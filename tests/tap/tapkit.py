@@ -3,6 +3,7 @@ clients, and `ripple tap` run as a real process."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -106,7 +107,9 @@ class EchoServer:
                 h.update(chunk)
                 size += len(chunk)
                 conn.sendall(chunk)
-            conn.shutdown(socket.SHUT_WR)
+            # The other side may be gone already (the tap closes its connections after -c N).
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_WR)
         self.received.append(Received(h.hexdigest(), size))
 
     def close(self) -> None:
