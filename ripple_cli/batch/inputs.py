@@ -8,8 +8,10 @@ import glob
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from ripple_cli.capture.formats import MAGIC_SIZE, sniff_format
+from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.errors import InputUnreadable, UsageProblem
 from ripple_cli.sources.urls import discover_url, is_url, open_url
 
@@ -41,17 +43,26 @@ _DETECT_HEAD = 64 << 10
 def _kind(path: str) -> str:
     if is_url(path):
         with open_url(path) as f:
-            head = f.read(_DETECT_HEAD)
-    else:
-        try:
-            with open(path, "rb") as f:
-                head = f.read(_DETECT_HEAD)
-        except PermissionError:
-            raise InputUnreadable(f"{path}: permission denied") from None
-        except OSError as e:
-            raise InputUnreadable(f"{path}: cannot open: {e.strerror or e}") from None
-    kind = sniff_format(head[:MAGIC_SIZE])
-    return "sibling" if kind == "raw" and _sibling(head) else kind
+            return _kind_of(f)
+    try:
+        with open(path, "rb") as f:
+            return _kind_of(f)
+    except PermissionError:
+        raise InputUnreadable(f"{path}: permission denied") from None
+    except OSError as e:
+        raise InputUnreadable(f"{path}: cannot open: {e.strerror or e}") from None
+
+
+def _kind_of(f: BinaryIO) -> str:
+    """Its first bytes tell a capture, or a Ripple stream; the rest of the
+    detection head is read only for a raw file that may be a sibling's
+    (an object store bills each byte asked of every input)."""
+    head = f.read(MAGIC_SIZE)
+    kind = sniff_format(head)
+    if kind != "raw" or head == MAGIC:
+        return kind
+    head += f.read(_DETECT_HEAD - len(head))
+    return "sibling" if _sibling(head) else kind
 
 
 def _sibling(head: bytes) -> bool:
