@@ -19,7 +19,9 @@ EXIT_CODES = {
     EXIT_OK: "success: no problem found",
     EXIT_PROBLEMS: "problems found in the input (verify, decode), or invalid text (encode), or incompatible schemas",
     EXIT_USAGE: "bad command line",
-    EXIT_UNREADABLE: "an input file could not be opened or read, or a schema file is not valid",
+    EXIT_UNREADABLE: (
+        "an input file could not be opened or read, an output could not be written, or a schema file is not valid"
+    ),
     EXIT_INTERNAL: "internal error (a bug: please report it, with RIPPLE_DEBUG=1 for a traceback)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
     EXIT_TERMINATED: "tap: stopped by SIGTERM (kill, a service manager), after its summary",

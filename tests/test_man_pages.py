@@ -28,8 +28,9 @@ import click
 import pytest
 
 from ripple_cli.cli.main import cli
-from ripple_cli.codec.problems import KINDS
+from ripple_cli.codec.problems import CAPTURE_KINDS, KINDS
 from ripple_cli.errors import EXIT_CODES
+from ripple_cli.tap.notes import TAP_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN = ROOT / "man"
@@ -287,8 +288,25 @@ def test_environment_variables_are_documented() -> None:
 
 def test_verify_lists_every_problem_kind() -> None:
     tags = {e.tag for e in entries(Page.load("ripple-verify.1").section("PROBLEM KINDS"))}
-    missing = sorted(k for k in KINDS if k not in tags)
-    assert not missing, f"man/ripple-verify.1: PROBLEM KINDS has no entry for {missing} (problems.py KINDS)"
+    missing = sorted(k for k in {**KINDS, **CAPTURE_KINDS} if k not in tags)
+    assert not missing, f"man/ripple-verify.1: PROBLEM KINDS has no entry for {missing} (problems.py)"
+
+
+def test_tap_lists_its_note_kinds() -> None:
+    notes = subsection(Page.load("ripple-tap.1").section("DESCRIPTION"), "Notes")
+    assert notes is not None, "man/ripple-tap.1: DESCRIPTION has no .SS Notes"
+    tags = {e.tag for e in entries(notes)}
+    assert tags == set(TAP_KINDS), (
+        f"man/ripple-tap.1: Notes lists {sorted(tags)}, tap/notes.py TAP_KINDS {sorted(TAP_KINDS)}"
+    )
+
+
+def test_tap_note_kinds_are_the_ones_emitted() -> None:
+    """Every kind the tap's code names is in TAP_KINDS, and no more."""
+    root = Path(__file__).resolve().parent.parent / "ripple_cli" / "tap"
+    source = "\n".join(p.read_text() for p in [*root.glob("*.py"), *root.glob("*.c")] if p.name != "notes.py")
+    named = set(re.findall(r'(?:\.note\(\s*|note\(r, |CaptureNote\(None, \w+, )"([a-z_]+)"', source))
+    assert named == set(TAP_KINDS)
 
 
 # ---------------------------------------------------------------- rendering

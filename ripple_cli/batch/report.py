@@ -91,8 +91,9 @@ def print_report(env: Environment, console: Console, report: Record) -> None:
         plural(ov[k], word, grouped=True)
         for k, word in (("messages", "message"), ("bytes", "byte"), ("errors", "error"))
     )
+    streams = plural(ov["streams"], "Ripple stream", grouped=True)  # the siblings have their own table
     overview = (
-        f"{plural(ov['files'], 'file', grouped=True)}, {plural(ov['streams'], 'stream', grouped=True)}: {counts}, "
+        f"{plural(ov['files'], 'file', grouped=True)}, {streams}: {counts}, "
         f"{plural(ov['warnings'], 'warning', grouped=True)}; "
     )
     if ov["first_ns"] is None:

@@ -135,10 +135,11 @@ class CaptureNote:
     declared because the bytes held after it passed --reassembly-window)."""
 
     stream: StreamId | None
-    time_ns: int
+    time_ns: int | None  # None: no packet's time is known yet (a file damaged at its start)
     kind: str
     detail: str
     error: bool = False  # True: counts as a problem (exit 1); False: informational
+    skipped: int = 0  # bytes of the capture file passed over, when known
 
 
 @lru_cache(maxsize=4096)

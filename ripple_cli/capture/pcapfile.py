@@ -99,9 +99,13 @@ class _Input:
         return missing <= 0
 
 
-def _bad(time_ns: int, detail: str) -> CaptureNote:
+def _bad(time_ns: int | None, detail: str, skipped: int = 0) -> CaptureNote:
     """The file is damaged."""
-    return CaptureNote(None, time_ns, "bad_capture", detail, error=True)
+    return CaptureNote(None, time_ns, "bad_capture", detail, error=True, skipped=skipped)
+
+
+def _resumed(offset: int, resumed: int | None) -> int:
+    return 0 if resumed is None else resumed - offset
 
 
 # How far from the last good record's time a record's may be and still be
@@ -155,10 +159,13 @@ def _resync(
             return None
 
 
-def _truncated(time_ns: int, offset: int, what: str, need: int, have: int) -> CaptureNote:
+def _truncated(time_ns: int | None, offset: int, what: str, need: int, have: int) -> CaptureNote:
     # Warning only: a capture cut short (tcpdump killed, a file still being
     # written) is ordinary, and every whole record before it was read.
+    # A file cut inside its file header had nothing to read: it is damaged.
     detail = f"the capture ends inside {what} at offset {offset}: {have} of {need} bytes"
+    if offset == 0:
+        return _bad(time_ns, detail)
     return CaptureNote(None, time_ns, "capture_truncated", detail)
 
 
@@ -191,19 +198,20 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
     (a warning) and says how to read the records after it."""
     inp = _Input(f, head)
     if not inp.refill(0, 24):
-        yield _truncated(0, 0, "the pcap file header", 24, len(inp.buf))
+        yield _truncated(None, 0, "the pcap file header", 24, len(inp.buf))
         return
     buf = inp.buf
     if buf[:4] not in PCAP_MAGICS:
-        yield _bad(0, "not a pcap file: no pcap magic")
+        yield _bad(None, "not a pcap file: no pcap magic")
         return
     try:
         hdr = _PcapHeader(buf, 0)
     except ValueError as e:
-        yield _bad(0, f"bad pcap file header: {e}")
+        yield _bad(None, f"bad pcap file header: {e}")
         return
     pos = 24
     time_ns = 0
+    seen: int | None = None  # time_ns once a record was read: what notes give as their time
     # The loop's names for what the header says (locals: faster per record).
     unpack, magic_secs, limit, scale, linktype = hdr.unpack, hdr.magic_secs, hdr.limit, hdr.scale, hdr.linktype
 
@@ -223,7 +231,7 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
         if len(buf) - pos < 16:
             if not inp.refill(pos, 16):
                 if inp.buf:
-                    yield _truncated(time_ns, inp.base, "a record header", 16, len(inp.buf))
+                    yield _truncated(seen, inp.base, "a record header", 16, len(inp.buf))
                 return
             buf, pos = inp.buf, 0
         sec, frac, caplen, origlen = unpack(buf, pos)
@@ -241,7 +249,7 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
                 )
                 yield CaptureNote(
                     None,
-                    time_ns,
+                    seen,
                     "pcap_header",
                     f"another pcap file header at offset {inp.base + pos} (files joined?): read on with it",
                 )
@@ -252,7 +260,11 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
             why = f"length {caplen} is more than {limit}" if caplen > limit else f"length {caplen} > {origlen}"
             found = _resync(inp, pos, plausible)
             resumed = None if found is None else inp.base + found
-            yield _bad(time_ns, f"bad pcap record at offset {offset}: {why}; {_skipped(offset, resumed)}")
+            yield _bad(
+                seen,
+                f"bad pcap record at offset {offset}: {why}; {_skipped(offset, resumed)}",
+                _resumed(offset, resumed),
+            )
             if found is None:
                 return
             buf, pos = inp.buf, found
@@ -260,10 +272,10 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
         end = pos + 16 + caplen
         if end > len(buf):
             if not inp.refill(pos, 16 + caplen):
-                yield _truncated(time_ns, inp.base, "a packet record", 16 + caplen, len(inp.buf))
+                yield _truncated(seen, inp.base, "a packet record", 16 + caplen, len(inp.buf))
                 return
             buf, pos, end = inp.buf, 0, 16 + caplen
-        time_ns = sec * 1_000_000_000 + frac * scale
+        time_ns = seen = sec * 1_000_000_000 + frac * scale
         yield (time_ns, linktype, buf[pos + 16 : end])
         pos = end
 
@@ -335,6 +347,7 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
     little = True
     interfaces: list[_Interface] = []
     time_ns = 0
+    seen: int | None = None  # time_ns once a packet was read: what notes give as their time
 
     def plausible(b: bytes, at: int) -> int | None:
         """A block's length, if a plausible block starts at `at`: a known
@@ -354,7 +367,7 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
         if len(buf) - pos < 12:
             if not inp.refill(pos, 12):
                 if inp.buf:
-                    yield _truncated(time_ns, inp.base, "a block header", 12, len(inp.buf))
+                    yield _truncated(seen, inp.base, "a block header", 12, len(inp.buf))
                 return
             buf, pos = inp.buf, 0
         offset = inp.base + pos
@@ -376,14 +389,15 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
             damage = f"bad pcapng block at offset {offset}: length {blen}"
         if damage:
             found = _resync(inp, pos, plausible, _BLOCK_STARTS[little])
-            yield _bad(time_ns, f"{damage}; {_skipped(offset, None if found is None else inp.base + found)}")
+            resumed = None if found is None else inp.base + found
+            yield _bad(seen, f"{damage}; {_skipped(offset, resumed)}", _resumed(offset, resumed))
             if found is None:
                 return
             buf, pos, damage = inp.buf, found, ""
             continue
         if len(buf) - pos < blen:
             if not inp.refill(pos, blen):
-                yield _truncated(time_ns, inp.base, "a pcapng block", blen, len(inp.buf))
+                yield _truncated(seen, inp.base, "a pcapng block", blen, len(inp.buf))
                 return
             buf, pos = inp.buf, 0
         end = pos + blen
@@ -392,9 +406,10 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
             found = _resync(inp, pos, plausible, _BLOCK_STARTS[little])
             resumed = None if found is None else inp.base + found
             yield _bad(
-                time_ns,
+                seen,
                 f"bad pcapng block at offset {offset}: lengths {blen} and {trailer} differ; "
                 + _skipped(offset, resumed),
+                _resumed(offset, resumed),
             )
             if found is None:
                 return
@@ -406,16 +421,16 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
             else:
                 iface_id, _drops, ts_high, ts_low, caplen = struct.unpack_from(order + "HHIII", buf, pos + 8)
             if caplen > blen - 32:
-                yield _bad(time_ns, f"bad pcapng packet block at offset {offset}: length {caplen}; skipped")
+                yield _bad(seen, f"bad pcapng packet block at offset {offset}: length {caplen}; skipped")
             elif iface_id >= len(interfaces):
-                yield _bad(time_ns, f"packet at offset {offset} is on undeclared interface {iface_id}")
+                yield _bad(seen, f"packet at offset {offset} is on undeclared interface {iface_id}")
             else:
                 iface = interfaces[iface_id]
-                time_ns = iface.to_ns((ts_high << 32) | ts_low) + iface.offset_ns
+                time_ns = seen = iface.to_ns((ts_high << 32) | ts_low) + iface.offset_ns
                 yield (time_ns, iface.linktype, buf[pos + 28 : pos + 28 + caplen])
         elif btype == _BT_SPB:
             if not interfaces:
-                yield _bad(time_ns, f"packet at offset {offset} before any interface")
+                yield _bad(seen, f"packet at offset {offset} before any interface")
             else:
                 (origlen,) = struct.unpack_from(order + "I", buf, pos + 8)
                 iface = interfaces[0]
@@ -424,12 +439,12 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
         elif btype == _BT_SHB:
             major = struct.unpack_from(order + "H", buf, pos + 12)[0]
             if major != 1:
-                yield _bad(time_ns, f"pcapng section at offset {offset} has version {major}")
+                yield _bad(seen, f"pcapng section at offset {offset} has version {major}")
                 return
         elif btype == _BT_IDB:
             try:
                 interfaces.append(_interface(buf[pos:end], little))
             except struct.error as e:
-                yield _bad(time_ns, f"bad pcapng interface block at offset {offset}: {e}; its packets are skipped")
+                yield _bad(seen, f"bad pcapng interface block at offset {offset}: {e}; its packets are skipped")
         # Other blocks (name resolution, statistics, secrets, custom) carry no packets.
         pos = end

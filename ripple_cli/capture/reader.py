@@ -44,7 +44,7 @@ def capture_events(f: BinaryIO, name: str, options: CaptureOptions) -> Iterator[
     elif fmt == "pcapng":
         yield from frame_events(read_pcapng(f, head), name, options)
     else:
-        yield CaptureNote(None, 0, "bad_capture", f"{name} is not a pcap or pcapng file (no magic)", error=True)
+        yield CaptureNote(None, None, "bad_capture", f"{name} is not a pcap or pcapng file (no magic)", error=True)
 
 
 def frame_events(

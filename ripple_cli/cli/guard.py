@@ -32,14 +32,19 @@ def _stderr_line(stderr: TextIO, text: str) -> None:
         pass
 
 
-def _quiet_broken_pipe() -> NoReturn:
-    # Further writes to the dead pipe (at interpreter exit, flushing) would
-    # raise again; point stdout at /dev/null first, as the Python docs advise.
+def _stdout_to_devnull() -> None:
+    # Further writes to a dead pipe or a full disk (at interpreter exit,
+    # flushing) would fail again, with a message of Python's; point stdout
+    # at /dev/null first, as the Python docs advise.
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
+
+
+def _quiet_broken_pipe() -> NoReturn:
+    _stdout_to_devnull()
     sys.exit(EXIT_BROKEN_PIPE)
 
 
@@ -67,10 +72,14 @@ def run_guarded(main: Callable[[], int | None], stderr: TextIO | None = None, pr
             raise
         _stderr_line(err, f"{prog}: internal error: {type(e).__name__}: {e} (set RIPPLE_DEBUG=1 for a traceback)")
         code = EXIT_INTERNAL
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        sys.exit(code or 0)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
     except ValueError:
         pass  # stdout already closed (a text wrapper around it was dropped): nothing left to flush
+    except OSError:
+        _stdout_to_devnull()  # the command has said why (`<stdout>: cannot write`)
     sys.exit(code or 0)

@@ -93,12 +93,21 @@ class OutputPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+def _no_empty_schemas(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    # RIPPLE_SCHEMAS may hold empty entries, as PATH may; `--schemas ""` on
+    # the command line is a mistake, not "no schemas".
+    if "" in value and ctx.get_parameter_source("schemas") is click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter("an empty name is no file", ctx, param)
+    return value
+
+
 def schemas_option(f: F) -> F:
     return click.option(
         "--schemas",
         "schemas",
         multiple=True,
         type=click.Path(),
+        callback=_no_empty_schemas,
         envvar="RIPPLE_SCHEMAS",
         help="A directory of schema files (*.sexp), or one file. Repeatable. "
         f"Default: $RIPPLE_SCHEMAS ({os.pathsep}-separated).",

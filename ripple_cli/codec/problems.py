@@ -65,7 +65,10 @@ KINDS = {
 
 # Notes about a capture itself rather than a stream's content (CaptureNote).
 CAPTURE_KINDS = {
-    "bad_capture": "a capture file damaged here: reading resumes at the next plausible record, if any",
+    "bad_capture": (
+        "a capture file damaged here, or cut inside its file header: "
+        "reading resumes at the next plausible record, if any"
+    ),
     "capture_truncated": "a capture file cut short inside a record",
     "pcap_header": "another pcap file header inside a pcap file (files joined): the records after it are read by it",
     "unsupported_linktype": "packets of a link type ripple does not decode",
@@ -73,6 +76,7 @@ CAPTURE_KINDS = {
     "fragment_overlap": "IP fragments that overlap with different bytes: the datagram is dropped",
     "bad_fragment": "an IP fragment past the end of its datagram: the datagram is dropped",
     "conflicting_overlap": "a retransmitted TCP segment whose bytes differ from the first copy",
+    "reassembly_window": "more than --reassembly-window bytes held after a hole: the hole is declared missing",
     "evicted": "an idle connection dropped to stay within --max-flows",
     "port_reused": "a new connection on the same addresses and ports",
 }

@@ -163,7 +163,7 @@ class Demux:
             if event.stream is not None and not self.want(event.stream):
                 return
             sev = Severity.ERROR if event.error else Severity.WARNING
-            problem = Problem(-1, event.kind, event.detail, severity=sev)
+            problem = Problem(-1, event.kind, event.detail, skipped=event.skipped, severity=sev)
             yield (Origin(self.source, event.stream, event.time_ns, self.seed), problem)
             return
         stream = event.stream

@@ -54,7 +54,8 @@ class Inputs:
         choice = choice or self.choice(registry=self.registry, **dissect)
         return Demux(name, choice, want=self.want(), seed=self.community_id_seed)
 
-    def events(self, path: str, env: Environment) -> Iterator[CaptureEvent]:
+    def events(self, path: str, env: Environment, chunks: Iterator[bytes] | None = None) -> Iterator[CaptureEvent]:
+        """`chunks`: the input already opened (see `input_events`)."""
         from ripple_cli.sources.inputs import input_events
 
-        return input_events(path, env.stdin, self.ports, self.max_flows, window=self.reassembly_window)
+        return input_events(path, env.stdin, self.ports, self.max_flows, window=self.reassembly_window, chunks=chunks)

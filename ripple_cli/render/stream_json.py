@@ -11,6 +11,7 @@ from ripple_cli.capture.events import StreamId
 from ripple_cli.codec.jsonview import dumps, iso_time
 from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
+from ripple_cli.errors import InputUnreadable
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import BaseSink, pump
@@ -110,13 +111,21 @@ def stream_records(demux: Demux) -> list[dict[str, Any]]:
 def list_streams_json(env: Environment, paths: tuple[str, ...], inputs: Inputs, lines: bool) -> int:
     sink = _Problems()
     records: list[dict[str, Any]] = []
-    for path in paths:
-        demux = inputs.demux(display_name(path), deltas=DeltaMode.RAW, lane=LaneKind.COUNT)
-        pump(inputs.events(path, env), demux, sink)
-        records += stream_records(demux)
+    try:
+        for path in paths:
+            demux = inputs.demux(display_name(path), deltas=DeltaMode.RAW, lane=LaneKind.COUNT)
+            pump(inputs.events(path, env), demux, sink)
+            records += stream_records(demux)
+    except InputUnreadable:
+        _write_records(env, records, lines)  # the files before it, as decode keeps what it printed
+        raise
+    _write_records(env, records, lines)
+    return sink.report.exit_code
+
+
+def _write_records(env: Environment, records: list[dict[str, Any]], lines: bool) -> None:
     if lines:
         env.stdout.write(b"".join(dumps(r) + b"\n" for r in records))
     else:
         env.stdout.write(b"[\n" + b",\n".join(dumps(r) for r in records) + b"\n]\n" if records else b"[]\n")
     env.stdout.flush()
-    return sink.report.exit_code

@@ -6,6 +6,7 @@ from ripple_cli.analysis.report import Report
 from ripple_cli.capture.events import TcpCounts
 from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
+from ripple_cli.errors import InputUnreadable
 from ripple_cli.flow.demux import Demux
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import BaseSink, pump
@@ -39,10 +40,17 @@ def list_streams(env: Environment, paths: tuple[str, ...], inputs: Inputs) -> in
     report = Report()
     sink = _ProblemCount(report)
     demuxes = []
-    for path in paths:
-        demux = inputs.demux(display_name(path), deltas=DeltaMode.RAW, lane=LaneKind.COUNT)
-        pump(inputs.events(path, env), demux, sink)
-        demuxes.append(demux)
+    try:
+        for path in paths:
+            demux = inputs.demux(display_name(path), deltas=DeltaMode.RAW, lane=LaneKind.COUNT)
+            pump(inputs.events(path, env), demux, sink)
+            demuxes.append(demux)
+    except InputUnreadable:
+        # decode stops at a file it cannot read, and what came before stays
+        # shown: here, the table of the files before it
+        if demuxes:
+            print_stream_list(env, demuxes)
+        raise
     print_stream_list(env, demuxes)
     return report.exit_code
 

@@ -146,7 +146,10 @@ class TableRenderer:
             return (*conn, *texts) if conn else texts, ((at + 3, item.style),)
         if isinstance(item, Problem):
             style = "yellow" if item.severity is Severity.WARNING else "bold red"
-            detail = item.detail + (f"; skipped {plural(item.skipped, 'byte')}" if item.skipped else "")
+            # a capture's note (no offset) says in its detail what it skipped
+            detail = item.detail + (
+                f"; skipped {plural(item.skipped, 'byte')}" if item.skipped and item.offset >= 0 else ""
+            )
             offset = "" if item.offset < 0 else str(item.offset)
             if self._protocols:
                 texts = (*conn, offset, "", "", escaped(item.kind), escaped(detail))

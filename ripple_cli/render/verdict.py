@@ -18,7 +18,8 @@ def problem_line(report: Report, p: Problem) -> str:
     seq = f" (seq {p.seq})" if p.seq is not None else ""
     where = f"offset {p.offset}{seq}: " if p.offset >= 0 else ""
     return f"  {label}: {where}{p.kind}: {p.detail}" + (
-        f"; skipped {plural(p.skipped, 'byte')} to offset {p.offset + p.skipped}" if p.skipped else ""
+        # a capture's note (no offset) says in its detail what it skipped
+        f"; skipped {plural(p.skipped, 'byte')} to offset {p.offset + p.skipped}" if p.skipped and p.offset >= 0 else ""
     )
 
 

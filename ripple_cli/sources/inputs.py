@@ -61,10 +61,15 @@ def input_events(
     max_flows: int = 10000,
     name: str | None = None,
     window: int = 8 << 20,
+    chunks: Iterator[bytes] | None = None,
 ) -> Iterator[CaptureEvent]:
     """`ports`, `max_flows` and `window` apply to captures: see `CaptureOptions`.
-    `name` is the input's name in notes about the file (default: `path`)."""
-    chunks = read_chunks(path, stdin)
+    `name` is the input's name in notes about the file (default: `path`).
+    `chunks`, when given, are the input's bytes already opened (a pipe or a
+    FIFO can be opened only once: a caller that looked at its head passes
+    the head and the rest here)."""
+    if chunks is None:
+        chunks = read_chunks(path, stdin)
     head = b""
     while len(head) < _MAGIC_LEN:
         chunk = next(chunks, None)

@@ -37,13 +37,13 @@ def schema_paths(locations: Iterable[str]) -> list[str]:
     """Every `*.sexp` in the given directories (sorted), and files named directly."""
     paths: list[str] = []
     for loc in locations:
-        if not loc:
+        if not loc:  # an empty entry of RIPPLE_SCHEMAS, as in PATH (the option refuses one)
             continue
         if os.path.isdir(loc):
             for root, dirs, files in os.walk(loc):
                 dirs.sort()
                 paths.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(SCHEMA_SUFFIX))
-        elif os.path.isfile(loc):
+        elif os.path.exists(loc):  # a file, or a FIFO or /dev/fd/N from the shell's <(...)
             paths.append(loc)
         else:
             raise InputUnreadable(f"{loc}: no such schema directory or file")

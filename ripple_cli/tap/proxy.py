@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,7 +157,9 @@ class ProxySource:
             elif rec.type == STOPPED:
                 return
         code = self._proc.wait() if self._proc is not None else None
-        yield CaptureNote(None, 0, "relay_died", f"the relay process ended unexpectedly (exit status {code})", True)
+        yield CaptureNote(
+            None, time.time_ns(), "relay_died", f"the relay process ended unexpectedly (exit status {code})", True
+        )
 
     def stop(self) -> None:
         """Asks the relay to close its connections and stop; `events` ends after."""

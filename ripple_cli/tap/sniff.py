@@ -160,7 +160,9 @@ class SniffSource:
         self._stderr_done.wait(_STOP_WAIT)
         if code != 0 and not self._stopped:
             last = next((ln for ln in reversed(self._stderr) if ln.startswith("tcpdump:")), f"exit status {code}")
-            yield CaptureNote(None, 0, "tcpdump_failed", f"tcpdump stopped: {last.removeprefix('tcpdump: ')}", True)
+            yield CaptureNote(
+                None, time.time_ns(), "tcpdump_failed", f"tcpdump stopped: {last.removeprefix('tcpdump: ')}", True
+            )
 
     def _frames(self, f: BinaryIO) -> Iterator[tuple[int, int, bytes] | CaptureNote]:
         for item in read_pcap(f):

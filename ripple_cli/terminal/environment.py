@@ -7,6 +7,7 @@ and `stdout_isatty=True` to check what a terminal user would see.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -15,10 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
 
-from ripple_cli.errors import PipeClosed
+from ripple_cli.errors import InputUnreadable, PipeClosed
 from ripple_cli.sexp.atoms import escape_lines
 
 COLOR_MODES = ("auto", "always", "never")
+
+
+def _write_failed(e: OSError) -> InputUnreadable:
+    # a full disk (`> /dev/full`), a closed stdout (`>&-`): one line, exit 3
+    return InputUnreadable(f"<stdout>: cannot write: {e.strerror or e}")
 
 
 class PipeStdout(io.BufferedIOBase):
@@ -44,6 +50,8 @@ class PipeStdout(io.BufferedIOBase):
                 done += n
         except BrokenPipeError as e:
             raise PipeClosed() from e
+        except OSError as e:
+            raise _write_failed(e) from None
         return done
 
     def flush(self) -> None:
@@ -51,6 +59,8 @@ class PipeStdout(io.BufferedIOBase):
             self._raw.flush()
         except BrokenPipeError as e:
             raise PipeClosed() from e
+        except OSError as e:
+            raise _write_failed(e) from None
 
     def writable(self) -> bool:
         return True
@@ -65,13 +75,42 @@ class PipeStdout(io.BufferedIOBase):
         pass  # the process's stdout: the interpreter closes it at exit
 
 
+class ClosedStream(io.RawIOBase):
+    """Stands for a standard stream the process was started without
+    (`<&-`, `>&-`: Python then has None there): reading or writing it fails
+    as a closed descriptor does, so the command gives its one line about
+    the input or output, not an AttributeError."""
+
+    def readinto(self, buffer: Any) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def write(self, data: Any) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+
+def _stdin() -> BinaryIO:
+    return sys.stdin.buffer if sys.stdin is not None else ClosedStream()  # type: ignore[return-value]
+
+
+def _stdout() -> BinaryIO:
+    raw = sys.stdout.buffer if sys.stdout is not None else ClosedStream()
+    return PipeStdout(raw)  # type: ignore[arg-type, return-value]
+
+
 @dataclass
 class Environment:
-    stdin: BinaryIO = field(default_factory=lambda: sys.stdin.buffer)
-    stdout: BinaryIO = field(default_factory=lambda: PipeStdout(sys.stdout.buffer))  # type: ignore[assignment]
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    stdout_isatty: bool = field(default_factory=lambda: sys.stdout.isatty())
-    stderr_isatty: bool = field(default_factory=lambda: sys.stderr.isatty())
+    stdin: BinaryIO = field(default_factory=_stdin)
+    stdout: BinaryIO = field(default_factory=_stdout)
+    # without a stderr the diagnostics have nowhere to go; the exit status still tells
+    stderr: TextIO = field(default_factory=lambda: sys.stderr if sys.stderr is not None else io.StringIO())
+    stdout_isatty: bool = field(default_factory=lambda: sys.stdout is not None and sys.stdout.isatty())
+    stderr_isatty: bool = field(default_factory=lambda: sys.stderr is not None and sys.stderr.isatty())
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     width: int = field(default_factory=lambda: shutil.get_terminal_size((120, 24)).columns)
     # --color: always, never, or auto (the environment and the terminal decide)

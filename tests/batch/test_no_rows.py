@@ -18,7 +18,9 @@ def test_stats_of_an_empty_file(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     r = run_cli(["stats", "-q", str(empty)])
     assert r.code == 0, r.stderr
-    assert r.text.splitlines()[0] == "1 file, 0 streams: 0 messages, 0 bytes, 0 errors, 0 warnings; no event times"
+    assert (
+        r.text.splitlines()[0] == "1 file, 0 Ripple streams: 0 messages, 0 bytes, 0 errors, 0 warnings; no event times"
+    )
     # A title is a line of its own, not wrapped to its (narrow, empty) table's width.
     assert "watermark lag (capture time minus watermark)" in r.text.splitlines()
     doc = json.loads(run_cli(["stats", "-q", "-F", "json", str(empty)]).stdout)
@@ -35,7 +37,7 @@ def test_stats_of_a_capture_of_sibling_protocols_only() -> None:
     assert doc["overview"]["files"] == 1 and doc["overview"]["messages"] == 0
     assert sum(s["messages"] for s in doc["siblings"]) > 0
     text = run_cli(["stats", "-q", str(EXAMPLES / "streams.pcap")])
-    assert text.code == 0 and text.text.startswith("1 file, 0 streams: 0 messages"), text.stderr
+    assert text.code == 0 and text.text.startswith("1 file, 0 Ripple streams: 0 messages"), text.stderr
 
 
 def test_export_of_no_row_makes_out(tmp_path: Path) -> None:

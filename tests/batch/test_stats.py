@@ -300,7 +300,7 @@ def test_stats_table_prints_the_same_figures(spark: object, inputs: StatsInputs)
     assert res.code == 0, res.stderr
     lines = [" ".join(line.replace("│", " ").split()) for line in res.text.splitlines()]
     assert lines[0] == (
-        "2 files, 4 streams: 34 messages, 2,981 bytes, 1 error, 0 warnings; "
+        "2 files, 4 Ripple streams: 34 messages, 2,981 bytes, 1 error, 0 warnings; "
         "2024-06-20T16:13:20.000000000Z to 2024-06-20T16:13:52.500000000Z; rate 1.0 msgs/s, peak 11 in one second"
     )
     for row in (

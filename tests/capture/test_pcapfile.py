@@ -128,6 +128,9 @@ def test_truncated_pcap_is_a_note_and_keeps_every_whole_packet(lo_capture: Captu
         notes, events = _notes(data[:cut])
         if cut in boundaries:
             assert notes == []
+        elif cut < 24:  # no whole file header: nothing could be read, the file is damaged
+            assert [(n.kind, n.error, n.time_ns) for n in notes] == [("bad_capture", True, None)]
+            assert "the capture ends inside the pcap file header" in notes[0].detail
         else:
             assert [(n.kind, n.error) for n in notes] == [("capture_truncated", False)]
             assert "the capture ends inside" in notes[0].detail
@@ -145,9 +148,12 @@ def test_truncated_pcap_is_a_note_and_keeps_every_whole_packet(lo_capture: Captu
 def test_truncated_pcapng(lo_capture: Capture) -> None:
     records = _records(lo_capture)
     data = _shb("<") + _idb("<", 1) + b"".join(_epb("<", 0, t // 1000, f) for t, f in records)
-    for cut in (20, 40, len(data) - 3, len(data) - 50):
+    for cut in (40, len(data) - 3, len(data) - 50):
         notes, _events = _notes(data[:cut])
         assert [(n.kind, n.error) for n in notes] == [("capture_truncated", False)]
+    # Cut inside the section header block, the first: nothing could be read.
+    notes, _events = _notes(data[:20])
+    assert [(n.kind, n.error, n.time_ns) for n in notes] == [("bad_capture", True, None)]
 
 
 @pytest.mark.parametrize(

@@ -70,3 +70,45 @@ def test_no_tracked_file_is_ignored() -> None:
         pytest.skip("not a git checkout")
     assert proc.stdout == "", f".gitignore ignores tracked files: {proc.stdout.split()}"
     assert "examples/demo.ripple" not in (ROOT / ".gitignore").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--silence", "1e300"], "'--silence': 1e+300 is not in the range"),
+        (["--silence", "1e-10"], "'--silence': 1e-10 is not in the range"),
+        (["--top", str(2**63)], "'--top': 9223372036854775808 is not in the range"),
+    ],
+)
+def test_stats_numbers_out_of_range_are_usage_errors(args: list[str], message: str) -> None:
+    r = run_cli(["stats", "-q", *args, str(DEMO)])
+    assert r.code == 2 and message in r.stderr, r.stderr
+
+
+def test_stats_largest_silence_is_whole_nanoseconds() -> None:
+    r = run_cli(["stats", "-q", "-F", "json", "--silence", "1e9", "--top", str(2**31 - 1), str(DEMO)])
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["silence_ns"] == 10**18
+
+
+def test_capture_notes_carry_what_they_skipped_and_no_made_up_time(tmp_path: Path) -> None:
+    pcap = (EXAMPLES / "capture.pcap").read_bytes()
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(pcap[:32] + b"\xff\xff\xff\x7f" + pcap[36:])  # the first record's caplen
+    (note,) = [json.loads(x) for x in run_cli(["decode", "-F", "jsonl", str(bad)]).stdout.splitlines()[:1]]
+    assert note["problem"]["kind"] == "bad_capture" and "capture_time_ns" not in note
+    skipped = note["problem"]["skipped"]
+    assert skipped > 0 and f"skipped {skipped} bytes to the next plausible record" in note["problem"]["detail"]
+    text = run_cli(["verify", str(bad)]).text.splitlines()[1]
+    assert text.count("skipped") == 1, text  # the detail says it; no offset-based tail after it
+    tiny = tmp_path / "tiny.pcap"
+    tiny.write_bytes(pcap[:12])
+    r = run_cli(["decode", "-F", "jsonl", str(tiny)])
+    assert r.code == 1
+    assert json.loads(r.stdout)["problem"] == {
+        "kind": "bad_capture",
+        "severity": "error",
+        "detail": "the capture ends inside the pcap file header at offset 0: 12 of 24 bytes",
+        "skipped": 0,
+        "seq": None,
+    }

@@ -14,6 +14,7 @@ ripple-wireshark(1) gives them."""
 
 from __future__ import annotations
 
+import io
 import random
 import socket
 import struct
@@ -25,10 +26,11 @@ from typing import Any
 
 import pytest
 
-from ripple_cli.cli.commands.schema import schemas_in_bytes
+from ripple_cli.cli.commands.schema import schemas_in_input
 from ripple_cli.codec.envelope import HEADER, MAGIC, build_envelope
 from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
 from ripple_cli.sexp.tree import float_atom
+from ripple_cli.terminal.environment import Environment
 from tests.capture.livecap import DEMO, bound, capture_conversation, closed, listener, tcpdump
 from tests.conftest import EXAMPLES
 from tests.interop.conftest import ocaml_tools  # noqa: F401 - the session fixture that builds the OCaml tools
@@ -74,7 +76,7 @@ def dissected(tmp: Path, pcap: Path, stream: bytes) -> Captured:
     lua = tmp / "ripple.lua"
     ripple("wireshark", pcap, "-o", lua)
     port = int(tshark(lua, pcap, "-T", "fields", "-e", "tcp.dstport", "-c", "1").strip())
-    schemas = {s.fingerprint: s for _, s in schemas_in_bytes(stream, 1 << 24)}
+    schemas = {s.fingerprint: s for _, s in schemas_in_input("-", Environment(stdin=io.BytesIO(stream)), 1 << 24)}
     return Captured(pcap, lua, schemas, port, jsonl(pcap), envelopes(tshark(lua, pcap, "-T", "pdml")))
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import os
 import re
 import stat
+from collections.abc import Iterator
 
 import click
 
@@ -23,11 +25,10 @@ from ripple_cli.flow.pipeline import BaseSink, pump
 from ripple_cli.protocols.base import LaneKind
 from ripple_cli.protocols.item import Decoded, Run
 from ripple_cli.protocols.origin import Origin
-from ripple_cli.protocols.ripple.decoder import StreamDecoder
 from ripple_cli.protocols.ripple.message import Message
 from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.write import to_string, to_string_hum
-from ripple_cli.sources.files import display_name, open_error, read_all
+from ripple_cli.sources.files import display_name, read_chunks
 from ripple_cli.sources.schema_files import MAX_SCHEMA_FILE, load_schema_file, parse_schema_text
 from ripple_cli.terminal.environment import Environment
 
@@ -58,42 +59,40 @@ class _Handshakes(BaseSink):
         pass
 
 
-def schemas_in_input(path: str, env: Environment, max_payload: int) -> list[tuple[bytes, Schema]]:
+def schemas_in_input(
+    path: str, env: Environment, max_payload: int, chunks: Iterator[bytes] | None = None
+) -> list[tuple[bytes, Schema]]:
     """(output, schema) of every Handshake in a stream or, reassembled as
-    decode reads it, in every connection of a capture."""
+    decode reads it, in every connection of a capture.  `chunks`: the input
+    already opened (see `input_events`)."""
     inputs = Inputs(max_payload=max_payload)
     sink = _Handshakes()
     demux = inputs.demux(display_name(path), deltas=DeltaMode.RAW, lane=LaneKind.COUNT)
-    pump(inputs.events(path, env), demux, sink)
+    pump(inputs.events(path, env, chunks), demux, sink)
     return list(sink.found.values())
 
 
 def _load_show_input(path: str, env: Environment, max_payload: int) -> tuple[bool, list[tuple[bytes, Schema]]]:
-    """(is a stream, its schemas): a stream's Handshake schemas, or the one
-    schema of a schema file.  `-` is stdin, either kind."""
-    if path == "-":
-        data = read_all("-", env.stdin, MAX_SCHEMA_FILE)
-        if data[:4] == MAGIC:
-            return True, schemas_in_bytes(data, max_payload)
-        return False, [(b"", parse_schema_text(data, "<stdin>"))]
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError as e:
-        raise open_error(path, e, "cannot read") from None
-    if head == MAGIC or sniff_format(head) != "raw":
-        return True, schemas_in_input(path, env, max_payload)
-    return False, [(b"", load_schema_file(path))]
-
-
-def schemas_in_bytes(data: bytes, max_payload: int) -> list[tuple[bytes, Schema]]:
-    found: dict[bytes, tuple[bytes, Schema]] = {}
-    decoder = StreamDecoder(None, DeltaMode.RAW, max_payload)
-    for ev in decoder.feed(data) + decoder.finish():
-        if isinstance(ev, Message) and isinstance(ev.body, Handshake):
-            for output, s in ev.body.output_schemas:
-                found.setdefault(s.fingerprint, (output, s))
-    return list(found.values())
+    """(is a stream, its schemas): a stream's or a capture's Handshake
+    schemas, or the one schema of a schema file.  The input is opened once
+    and told apart by its first bytes, so that stdin, a pipe and a FIFO
+    work as a file does."""
+    name = display_name(path)
+    chunks = read_chunks(path, env.stdin)
+    head = b""
+    while len(head) < len(MAGIC):
+        chunk = next(chunks, None)
+        if chunk is None:
+            break
+        head += chunk
+    if head[: len(MAGIC)] == MAGIC or sniff_format(head) != "raw":
+        return True, schemas_in_input(path, env, max_payload, itertools.chain((head,), chunks))
+    data = bytearray(head)
+    for chunk in chunks:
+        data += chunk
+        if len(data) > MAX_SCHEMA_FILE:
+            raise InputUnreadable(f"{name}: schema file larger than {MAX_SCHEMA_FILE} bytes")
+    return False, [(b"", parse_schema_text(bytes(data), name))]
 
 
 @schema.command("show")

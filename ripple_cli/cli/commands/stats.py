@@ -15,6 +15,9 @@ from ripple_cli.cli.options import Number, OutputPath, group
 from ripple_cli.errors import InputUnreadable
 from ripple_cli.terminal.environment import Environment
 
+MAX_TOP = 2**31 - 1
+MAX_SILENCE_S = 1e9  # about 31 years
+
 
 def _stats_options(by: str, top: int, silence: float) -> StatsOptions:
     return StatsOptions(by=by, top=top, silence_ns=round(silence * NS))
@@ -43,11 +46,18 @@ def _stats_options(by: str, top: int, silence: float) -> StatsOptions:
     "--plot", "plot_dir", type=OutputPath(file_okay=False), metavar="DIR", help="Also write PNG charts to DIR."
 )
 @click.option(
-    "--top", type=click.IntRange(min=1), metavar="N", default=10, show_default=True, help="How many keys to list."
+    "--top",
+    # at most a 32-bit count: Spark's limits and SQLite's integers take it whole
+    type=click.IntRange(min=1, max=MAX_TOP),
+    metavar="N",
+    default=10,
+    show_default=True,
+    help="How many keys to list.",
 )
 @click.option(
     "--silence",
-    type=Number(min=0, min_open=True),
+    # whole nanoseconds, within a signed 64-bit count (the JSON's integers)
+    type=Number(min=1e-9, max=MAX_SILENCE_S),
     default=10.0,
     show_default=True,
     metavar="SECONDS",
