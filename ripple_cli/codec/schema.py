@@ -264,10 +264,13 @@ def variant(s: Sexp, path: str) -> tuple[str, list[Sexp]]:
     return ctor[:1].upper() + ctor[1:], args
 
 
+_BITS = {"int": 63, "int32": 32, "int64": 64}  # what int_of_string, Int32.of_string, Int64.of_string read
+
+
 def sexp_int(s: Sexp, kind: str, path: str) -> int:
     atom = expect_atom(s, "an integer", path)
     try:
-        n = parse_int(atom.decode("ascii"))
+        n = parse_int(atom.decode("ascii"), _BITS[kind])
     except (ValueError, UnicodeDecodeError):
         raise SexpShapeError(f"expected an integer, found {atom.decode('latin-1')!r}", path) from None
     lo, hi = bp.RANGES[kind]

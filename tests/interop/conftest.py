@@ -45,5 +45,9 @@ def ocaml_tools(tmp_path_factory: pytest.TempPathFactory) -> OcamlTools:
         # A toolchain that is present but cannot build our sources is a bug, never a skip.
         pytest.fail(f"build.sh failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}", pytrace=False)
     return OcamlTools(
-        gen=out / "ripple_gen", read=out / "ripple_read", walk=out / "ripple_walk", sexp_tool=out / "sexp_tool"
+        gen=out / "ripple_gen",
+        read=out / "ripple_read",
+        walk=out / "ripple_walk",
+        sexp_tool=out / "sexp_tool",
+        read_tool=out / "read_tool",
     )

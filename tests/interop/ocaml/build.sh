@@ -1,5 +1,5 @@
 #!/bin/sh
-# Build ripple_gen, ripple_read, ripple_walk and sexp_tool into OUTDIR.
+# Build ripple_gen, ripple_read, ripple_walk, sexp_tool and read_tool into OUTDIR.
 #
 #   tests/interop/ocaml/build.sh OUTDIR
 #
@@ -23,12 +23,12 @@ if ! command -v ocamlfind >/dev/null 2>&1; then
     exit 1
 fi
 
-for f in ripple_wire.ml ripple_frame.ml gen_schemas.ml ripple_gen.ml ripple_read.ml ripple_walk.ml sexp_tool.ml; do
+for f in ripple_wire.ml ripple_frame.ml gen_schemas.ml ripple_gen.ml ripple_read.ml ripple_walk.ml sexp_tool.ml read_tool.ml; do
     cp "$src/$f" "$out/$f"
 done
 
 cd "$out"
-rm -f ./*.cmi ./*.cmx ./*.o ripple_gen ripple_read ripple_walk sexp_tool
+rm -f ./*.cmi ./*.cmx ./*.o ripple_gen ripple_read ripple_walk sexp_tool read_tool
 
 # No flambda in Debian's compiler, so no -O3; -unsafe drops bounds checks in
 # the hot loops (CRC, generation), -inline helps the non-flambda inliner.
@@ -53,4 +53,7 @@ done
 # sexp_tool: sexplib's own printers on any s-expression (checks ripple's).
 $ocamlopt $ours -c sexp_tool.ml
 $ocamlopt -linkpkg sexp_tool.cmx -o sexp_tool
-echo "built ripple_gen ripple_read ripple_walk sexp_tool in $out"
+# read_tool: OCaml's number conversions and Sexp.of_string (check ripple's readers).
+$ocamlopt $ours -c read_tool.ml
+$ocamlopt -linkpkg read_tool.cmx -o read_tool
+echo "built ripple_gen ripple_read ripple_walk sexp_tool read_tool in $out"
