@@ -14,7 +14,7 @@ from typing import Any, Union
 
 from ripple_cli.codec import binprot as bp
 from ripple_cli.codec.errors import DecodeError
-from ripple_cli.codec.schema import RecordOf, Schema, SexpShapeError, expect_list, text, variant
+from ripple_cli.codec.schema import RecordOf, Schema, SexpShapeError, expect_list, schema_flaw, text, variant
 from ripple_cli.codec.values import TypeCodec, compile_type, read_ctor, start_budget, write_ctor
 from ripple_cli.sexp.tree import Sexp
 from ripple_cli.terminal.words import plural
@@ -61,6 +61,9 @@ class CompiledSchema:
         for i, c in enumerate(self.ctor_names):
             self._ctor_index.setdefault(text(c), i)
         self._nfields = len(schema.fields)
+        # Why no worker can have this schema (a record naming a field twice):
+        # its Deltas are then shown undecoded, with a bad_delta problem.
+        self.flaw = schema_flaw(schema)
 
     # ------------------------------------------------------------ bytes
 

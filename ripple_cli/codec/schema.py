@@ -327,6 +327,35 @@ def field_of_sexp(s: Sexp, path: str, depth: int = 0) -> Field:
     return Field(name, typ, default)
 
 
+def schema_flaw(schema: Schema) -> str | None:
+    """Why no worker's OCaml type can have this schema, or None: a record
+    (the row, the key or one inside them) that names a field twice, which
+    an OCaml record cannot (and a Set, JSON and a table could not show
+    faithfully).  Such a schema is data a Handshake may still carry; its
+    Deltas are not decoded with it."""
+
+    def walk(t: FieldType, where: str) -> str | None:
+        if isinstance(t, (OptionOf, ListOf)):
+            return walk(t.inner, where)
+        if isinstance(t, RecordOf):
+            return fields_flaw(t.fields, where)
+        return None
+
+    def fields_flaw(fields: tuple[Field, ...], where: str) -> str | None:
+        seen: set[bytes] = set()
+        for f in fields:
+            if f.name in seen:
+                return f"names field {text(f.name)} twice in {where}"
+            seen.add(f.name)
+        for f in fields:
+            flaw = walk(f.typ, f"the record of field {text(f.name)}")
+            if flaw:
+                return flaw
+        return None
+
+    return fields_flaw(schema.fields, "its row") or walk(schema.key, "its key")
+
+
 def schema_of_sexp(s: Sexp, path: str = "schema") -> Schema:
     f = record_fields(s, ("name", "version", "key", "fields"), path)
     name = expect_atom(f["name"], "a schema name", path + ".name")

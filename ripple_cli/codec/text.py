@@ -242,6 +242,8 @@ def body_of_sexp(ctor: str, arg: Sexp, fingerprint: bytes, registry: SchemaRegis
             raise SexpShapeError(
                 f"no schema known for {text(fingerprint)}: give --schemas, or a Handshake line before this one", path
             )
+        if schema.flaw is not None:
+            raise SexpShapeError(f"schema {text(fingerprint)} {schema.flaw}: its Deltas have no text form", path)
         return DeltaView(
             _str(f["source_output"], path + ".source_output"),
             schema.key.of_sexp(f["key"], path + ".key"),

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable
 
 from ripple_cli.codec.registry import SchemaRegistry
-from ripple_cli.codec.schema import Schema, SexpShapeError, schema_of_sexp
+from ripple_cli.codec.schema import Schema, SexpShapeError, schema_flaw, schema_of_sexp
 from ripple_cli.errors import InputUnreadable
 from ripple_cli.sexp import SexpSyntaxError, parse_one
 from ripple_cli.sources.files import open_error
@@ -28,9 +28,13 @@ def load_schema_file(path: str) -> Schema:
 
 def parse_schema_text(text: bytes, name: str) -> Schema:
     try:
-        return schema_of_sexp(parse_one(text))
+        schema = schema_of_sexp(parse_one(text))
     except (SexpSyntaxError, SexpShapeError) as e:
         raise InputUnreadable(f"{name}: not a schema: {e}") from None
+    flaw = schema_flaw(schema)
+    if flaw is not None:
+        raise InputUnreadable(f"{name}: not a schema a worker can have: it {flaw}")
+    return schema
 
 
 def schema_paths(locations: Iterable[str]) -> list[str]:

@@ -82,6 +82,11 @@ class MessageDecoder:
         schema = self.registry.get(frame.fingerprint)
         if schema is None:
             return msg
+        if schema.flaw is not None:
+            fp = frame.fingerprint.decode("utf-8", "replace")
+            detail = f"Delta not decoded: schema {fp} {schema.flaw}, which no OCaml record can"
+            out.append(Problem(frame.offset, "bad_delta", detail, seq=frame.seq))
+            return msg
         try:
             if self.delta_mode is DeltaMode.VALIDATE:
                 schema.validate(msg.key, msg.delta_bytes)

@@ -196,7 +196,7 @@ class _Resolver:
         compiled = self.registry.get(fingerprint)
         if compiled is None:
             return False, None
-        if self.raw:
+        if self.raw or compiled.flaw is not None:  # (a flawed schema's Deltas: Python reports them)
             return True, None
         # The scanner asks again at every run (a Handshake in between may
         # have changed the answer), and a capture calls run once a packet:
