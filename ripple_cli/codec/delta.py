@@ -55,10 +55,14 @@ class CompiledSchema:
         self.fields: tuple[TypeCodec, ...] = tuple(compile_type(f.typ) for f in schema.fields)
         self.field_names = tuple(text(f.name) for f in schema.fields)
         self.ctor_names = tuple(ctor_name(f.name) for f in schema.fields)
-        # Two fields whose names capitalize alike could not be an OCaml type;
-        # bytes still decode by index, and text reads back the first of them.
+        # Two fields whose names capitalize alike (`price`, `Price`) could
+        # not be an OCaml type: bytes still decode by index, but the text of
+        # an update to either cannot say which (encode refuses it).
         self._ctor_index: dict[str, int] = {}
+        self._ambiguous: set[str] = set()
         for i, c in enumerate(self.ctor_names):
+            if text(c) in self._ctor_index:
+                self._ambiguous.add(text(c))
             self._ctor_index.setdefault(text(c), i)
         self._nfields = len(schema.fields)
         # Why no worker can have this schema (a record naming a field twice):
@@ -157,6 +161,11 @@ class CompiledSchema:
                 where = f"{path}.Patch[{n}]"
                 name, uargs = variant(item, where)
                 i = self._ctor_index.get(name)
+                if name in self._ambiguous:
+                    both = " and ".join(self.field_names[j] for j, c in enumerate(self.ctor_names) if text(c) == name)
+                    raise SexpShapeError(
+                        f"{name} updates {both} of {text(self.fingerprint)} alike: the text cannot say which", where
+                    )
                 if i is None:
                     known = " ".join(text(c) for c in self.ctor_names)
                     raise SexpShapeError(f"{name} is not a field of {text(self.fingerprint)} ({known})", where)

@@ -260,8 +260,9 @@ def variant(s: Sexp, path: str) -> tuple[str, list[Sexp]]:
         if not args:  # ppx_sexp_conv refuses it too (stag_no_args, or missing arguments)
             bare = name.decode("utf-8", "surrogateescape")
             raise SexpShapeError(f"({bare}) has no arguments: write {bare} alone, or give its arguments", path)
-    ctor = name.decode("utf-8", "surrogateescape")
-    return ctor[:1].upper() + ctor[1:], args
+    # capitalize_ascii, on the bytes: a first byte that is not an ASCII
+    # letter stays as it is (`été`), as ppx_sexp_conv and the printer leave it
+    return (name[:1].upper() + name[1:]).decode("utf-8", "surrogateescape"), args
 
 
 _BITS = {"int": 63, "int32": 32, "int64": 64}  # what int_of_string, Int32.of_string, Int64.of_string read

@@ -168,3 +168,37 @@ def test_a_schema_file_naming_a_field_twice_is_refused(tmp_path: Path) -> None:
         3,
         f"ripple: {bad}: not a schema a worker can have: it names field a twice in its key\n",
     )
+
+
+_ONE_FIELD = (
+    b"((seq 1)(time_ns 1)(schema ripple.handshake/v1)(msg(Handshake((source_worker_id w)(output_schemas((o((name p)"
+    b"(version 1)(key Int)(fields(%s))))))(protocol_version 1)))))\n"
+    b'((seq 2)(time_ns 2)(schema p/v1)(msg(Delta((source_output o)(key "\\005")(delta_bytes "%s")'
+    b"(sequence_no 1)(watermark_ns())))))\n"
+)
+
+
+def test_a_patch_to_a_field_named_in_utf8_reads_back() -> None:
+    """capitalize_ascii leaves `été` as it is: decode prints the update so,
+    and encode reads it back (it used to look for `Été`)."""
+    stream = run_cli(
+        ["encode"],
+        stdin=_ONE_FIELD % (b'((name "\\195\\169t\\195\\169")(typ Int)(default()))', b"\\001\\001\\000\\004"),
+    )
+    text = run_cli(["decode", "-"], stdin=stream.stdout)
+    assert b'(delta(Patch(("\\195\\169t\\195\\169"4))))' in text.stdout
+    again = run_cli(["encode"], stdin=text.stdout)
+    assert (again.code, again.stdout) == (0, stream.stdout)
+
+
+def test_an_update_that_names_two_fields_is_refused() -> None:
+    fields = b"((name price)(typ Int)(default()))((name Price)(typ Int)(default()))"
+    stream = run_cli(["encode"], stdin=_ONE_FIELD % (fields, b"\\001\\001\\001\\004"))
+    text = run_cli(["decode", "-"], stdin=stream.stdout)
+    assert b"(delta(Patch((Price 4))))" in text.stdout
+    r = run_cli(["encode"], stdin=text.stdout)
+    assert (r.code, r.stderr) == (
+        1,
+        "ripple: <stdin>: line 2: msg.Delta.delta.Patch[0]: Price updates price and Price of p/v1 alike: "
+        "the text cannot say which\n",
+    )
