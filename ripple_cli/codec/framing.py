@@ -164,9 +164,19 @@ class FrameDecoder:
     def _open_damage(self, pos: int, kind: str, detail: str) -> None:
         self._damage = (self._base + pos, kind, detail)
 
-    def _close_damage(self, pos: int, out: list[Frame | Problem]) -> None:
+    def _close_damage(self, pos: int, out: list[Frame | Problem], found: bool = False) -> None:
+        """`found`: closed by a whole envelope at `pos` (not by the end)."""
         assert self._damage is not None
         start, kind, detail = self._damage
+        if found and kind == "truncated":
+            # The stream did not end inside that envelope: whole ones follow,
+            # so the length it claimed is what was wrong.
+            need = detail.partition(": ")[2]  # "it needs N bytes, M remain"
+            kind = "bad_length"
+            detail = (
+                f"payload length runs past the end of the stream ({need}), "
+                "yet a whole envelope follows: the length is wrong"
+            )
         skipped = self._base + pos - start
         self._damage = None
         self._prefixes = None
@@ -235,7 +245,7 @@ class FrameDecoder:
                 if _accel is not None:
                     status, p, self._prefixes = _accel.resync(buf, p, n, final, self.max_payload, base, self._prefixes)
                     if status == 0:  # a valid envelope at p
-                        self._close_damage(p, out)
+                        self._close_damage(p, out, found=True)
                         continue
                     break  # a candidate at p needs more bytes, or no magic up to p
                 idx = buf.find(MAGIC, p, n)
@@ -252,7 +262,7 @@ class FrameDecoder:
                 if verdict is not None:
                     p += 1
                     continue
-                self._close_damage(p, out)
+                self._close_damage(p, out, found=True)
                 continue
             verdict = self._check(buf, p, n, final)
             if verdict is False:

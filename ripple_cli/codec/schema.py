@@ -271,13 +271,14 @@ _BITS = {"int": 63, "int32": 32, "int64": 64}  # what int_of_string, Int32.of_st
 def sexp_int(s: Sexp, kind: str, path: str) -> int:
     atom = expect_atom(s, "an integer", path)
     try:
-        n = parse_int(atom.decode("ascii"), _BITS[kind])
+        return parse_int(atom.decode("ascii"), _BITS[kind])
+    except (ValueError, UnicodeDecodeError):
+        pass
+    try:
+        n = parse_int(atom.decode("ascii"))  # a number, but not of this width
     except (ValueError, UnicodeDecodeError):
         raise SexpShapeError(f"expected an integer, found {atom.decode('latin-1')!r}", path) from None
-    lo, hi = bp.RANGES[kind]
-    if not lo <= n <= hi:
-        raise SexpShapeError(f"{kind} {n} out of range", path)
-    return n
+    raise SexpShapeError(f"{kind} {n} out of range", path)
 
 
 def sexp_option(s: Sexp, path: str) -> Sexp | None:

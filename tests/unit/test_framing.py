@@ -288,7 +288,11 @@ def test_corrupted_length_field_followed_by_intact_messages() -> None:
     data = bytes(bad) + b"".join(parts[1:])
     events = events_of(data)
     assert events[0] == Problem(
-        0, "truncated", f"stream ends inside an envelope: it needs 1063 bytes, {len(data)} remain", skipped=75
+        0,
+        "bad_length",
+        f"payload length runs past the end of the stream (it needs 1063 bytes, {len(data)} remain), "
+        "yet a whole envelope follows: the length is wrong",
+        skipped=75,
     )
     assert shape(events)[1:] == [(75 * i, "Heartbeat") for i in range(1, 5)]
     assert [frame_bytes(e.frame) for e in events[1:]] == parts[1:]  # type: ignore[union-attr]
