@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ripple_cli.codec.problems import Problem, Severity
-from ripple_cli.errors import EXIT_OK, EXIT_PROBLEMS
+from ripple_cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS
 
 if TYPE_CHECKING:
     from ripple_cli.protocols.item import Decoded, Run
@@ -54,6 +54,8 @@ class Report:
         # Inputs that gave no message (none at all, or none selected): a
         # problem of the run, for verify, unless --allow-empty.
         self.empty: list[str] = []
+        # Stopped by Ctrl-C: the report covers what was read before.
+        self.interrupted = False
 
     def source(self, name: str) -> SourceReport:
         rep = SourceReport(name)
@@ -111,4 +113,6 @@ class Report:
 
     @property
     def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
         return EXIT_PROBLEMS if self.problem_count or self.empty else EXIT_OK

@@ -56,6 +56,8 @@ def text_report(report: Report, unreadable: list[str]) -> str:
         tail += f", {len(unreadable)} unreadable"
     if report.empty:
         tail += f", {plural(len(report.empty), 'input')} with no message"
+    if report.interrupted:
+        tail += ", interrupted"
     lines.append(tail)
     # Input names and a connection's analysis may hold what does not print
     # (bytes from the wire, a file name that is not UTF-8): escaped.
@@ -111,7 +113,7 @@ def json_report(report: Report, unreadable: list[str]) -> bytes:
 
     doc = {
         "v": VERIFY_JSON_VERSION,
-        "ok": report.problem_count == 0 and not unreadable and not report.empty,
+        "ok": report.problem_count == 0 and not unreadable and not report.empty and not report.interrupted,
         "strict": report.strict,
         "problems": report.problem_count,
         "warnings": report.warning_count,
@@ -129,6 +131,7 @@ def json_report(report: Report, unreadable: list[str]) -> bytes:
         ],
         "unreadable": unreadable,
         "empty": report.empty,
+        "interrupted": report.interrupted,
     }
     return dumps(doc) + b"\n"
 

@@ -104,3 +104,49 @@ def test_list_streams_keeps_the_files_before_an_unreadable_one() -> None:
     assert (row["messages"], row["source"]) == (300, str(DEMO))
     table = run_cli(["decode", "--list-streams", str(DEMO), "nosuch"])
     assert table.code == 3 and "300" in table.text and "end of input" in table.text
+
+
+def _blocked_reading(proc: subprocess.Popen[bytes], pipe_fd: int) -> bool:
+    """The child took everything in its stdin pipe and sleeps (in its next
+    read: verify has one thread)."""
+    import fcntl
+    import termios
+
+    buf = bytearray(4)
+    fcntl.ioctl(pipe_fd, termios.FIONREAD, buf)
+    if int.from_bytes(buf, sys.byteorder):
+        return False
+    with open(f"/proc/{proc.pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "S"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_verify_interrupted_reports_what_it_read(fmt: str) -> None:
+    """Ctrl-C on a verify of a live pipe: the report of what was read, a
+    line on stderr, exit status 130 (as the tap and replay do)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli", "verify", "-F", fmt, "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(DEMO.read_bytes())
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not _blocked_reading(proc, proc.stdin.fileno()):
+        assert time.monotonic() < deadline, "verify never took its input"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    proc.stdin.close()
+    assert proc.returncode == 130
+    assert err.decode() == "ripple: verify: interrupted: the report covers what was read before\n"
+    if fmt == "json":
+        doc = json.loads(out)
+        assert (doc["ok"], doc["interrupted"], doc["streams"][0]["messages"]) == (False, True, 300)
+    else:
+        assert out.decode().splitlines()[-1] == "verify: 1 stream, 300 messages, 28 problems, interrupted"

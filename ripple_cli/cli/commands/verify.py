@@ -85,22 +85,32 @@ def verify(
     report = Report(strict=strict)
     sink = VerifySink(report, select)
     unreadable: list[str] = []
-    for path in files:
-        name = display_name(path)
-        sink.source(name)
-        demux = inputs.demux(name, deltas=deltas, rules=True, lane=lane)
-        try:
-            pump(inputs.events(path, env), demux, sink)
-        except InputUnreadable as e:
-            sink.forget()
-            unreadable.append(name)
-            env.problem_line(f"ripple: {e.message}")
-            continue
-        sink.end(demux.analyses)
-        if not sink.messages and not allow_empty:
-            report.nothing(name)
-            env.problem_line(f"ripple: {name}: {_nothing_line(inputs, show)} (--allow-empty accepts that)")
+    try:
+        for path in files:
+            name = display_name(path)
+            sink.source(name)
+            demux = inputs.demux(name, deltas=deltas, rules=True, lane=lane)
+            try:
+                pump(inputs.events(path, env), demux, sink)
+            except InputUnreadable as e:
+                sink.forget()
+                unreadable.append(name)
+                env.problem_line(f"ripple: {e.message}")
+                continue
+            sink.end(demux.analyses)
+            if not sink.messages and not allow_empty:
+                report.nothing(name)
+                env.problem_line(f"ripple: {name}: {_nothing_line(inputs, show)} (--allow-empty accepts that)")
+    except KeyboardInterrupt:
+        # Ctrl-C (on a live pipe, say): the report of what was read, as the
+        # tap and replay give theirs; exit status 130.  A second Ctrl-C
+        # while it is written ends the program (cli/guard.py).
+        sink.end([])
+        report.interrupted = True
+        env.problem_line("ripple: verify: interrupted: the report covers what was read before")
     write_reports(env, report, unreadable, fmt or "text", junit)
+    if report.interrupted:
+        return report.exit_code
     return EXIT_UNREADABLE if unreadable else report.exit_code
 
 
