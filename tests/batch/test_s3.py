@@ -387,3 +387,24 @@ def test_a_failed_task_leaves_no_part_file_behind(s3: S3Server, aws: dict[str, s
     gc.collect()  # a writer left open is closed when collected, publishing its upload
     found = s3.fs().get_file_info(pafs.FileSelector("tables/typed/failed", recursive=True, allow_not_found=True))
     assert [i.path for i in found if i.type == pafs.FileType.File] == []
+
+
+@pytest.mark.parametrize(
+    ("inputs", "out"),
+    [
+        (["s3://victim/day/raw/demo.ripple"], "s3://victim/day"),
+        (["s3://victim/day/raw/"], "s3a://victim/day/raw"),
+        (["s3://victim/day/raw/*.ripple"], "s3://victim/day/raw/table"),
+    ],
+)
+def test_overwrite_never_removes_an_input_object(s3: S3Server, tmp_path: Path, inputs: list[str], out: str) -> None:
+    """An OUT that is, holds or lies under an input's key is refused (exit
+    2) and nothing is removed: it used to delete the inputs, then fail."""
+    src = tmp_path / "raw"
+    src.mkdir()
+    (src / "demo.ripple").write_bytes((EXAMPLES / "demo.ripple").read_bytes())
+    s3.upload(src, "victim/day/raw")
+    r = _without_pyspark(s3, ["export", "-q", "--overwrite", *inputs, "-o", out])
+    assert r.returncode == 2 and "--overwrite:" in r.stderr and "write the table elsewhere" in r.stderr, r.stderr
+    with s3.fs().open_input_file("victim/day/raw/demo.ripple") as f:
+        assert f.read() == (EXAMPLES / "demo.ripple").read_bytes()

@@ -292,7 +292,9 @@ def test_stats_of_no_message_says_so(tmp_path: Path) -> None:
     bad.write_bytes(b"xx")
     res = run_cli(["stats", "-q", str(bad)], width=250)
     assert res.code == 0, res.stderr
-    assert res.text.splitlines()[0] == "1 file, 1 Ripple stream: 0 messages, 0 bytes, 1 error, 0 warnings; no event times"
+    assert (
+        res.text.splitlines()[0] == "1 file, 1 Ripple stream: 0 messages, 0 bytes, 1 error, 0 warnings; no event times"
+    )
 
 
 def test_stats_table_prints_the_same_figures(spark: object, inputs: StatsInputs) -> None:

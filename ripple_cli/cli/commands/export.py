@@ -14,7 +14,8 @@ from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.cli.batch_options import batch_options
 from ripple_cli.cli.options import OutputPath
 from ripple_cli.errors import InputUnreadable, UsageProblem
-from ripple_cli.sources.urls import check_parent, exists, is_url, remove
+from ripple_cli.sources.urls import SCHEMES, check_parent, exists, is_url, remove
+from ripple_cli.sources.urls import parse as parse_url
 from ripple_cli.terminal.environment import Environment
 from ripple_cli.terminal.words import plural
 
@@ -73,28 +74,56 @@ def checked_out(out: str, fmt: str, partition_by: str | None, tables: bool, over
     return partition_by
 
 
+def _place(spec: str) -> tuple[str, str]:
+    """Where a path or URL points, comparable with another's: a local path
+    or file:// URL as ("", its real path), an object store's as (its
+    filesystem, bucket/key without a trailing /); s3a:// is s3://."""
+    if not is_url(spec):
+        return "", os.path.realpath(spec)
+    url = parse_url(spec)
+    fs = SCHEMES[url.scheme]
+    if fs == "file":
+        return "", os.path.realpath(url.path)
+    return fs, url.path.rstrip("/")
+
+
+def _within(path: str, top: str) -> bool:
+    sep = os.sep if path.startswith(os.sep) else "/"
+    return path == top or path.startswith(top.rstrip(sep) + sep)
+
+
 def refuse_replacing_inputs(out: str, inputs: tuple[str, ...]) -> None:
     """--overwrite removes OUT before anything is written: never when OUT
     is an input, holds one, lies in an input directory, or holds the
-    working directory (the relative inputs with it)."""
-    if is_url(out) or not os.path.exists(out):
+    working directory (the relative inputs with it).  By URL too: a
+    file:// OUT is its local path, and an object store's OUT is compared
+    with the inputs' keys (a glob's fixed part standing for the prefix
+    it lists)."""
+    fs, target = _place(out)
+    if fs == "" and not os.path.exists(target):
         return
-    target = os.path.realpath(out)
-
-    def within(path: str, top: str) -> bool:
-        return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
-
-    places = [os.getcwd()]
+    # (filesystem, path, is a directory, as the message names it)
+    places: list[tuple[str, str, bool, str]] = [("", os.path.realpath(os.getcwd()), True, "")]
     for spec in inputs:
         if is_url(spec):
+            fixed = spec
+            if any(c in spec.split("://", 1)[1] for c in "*?["):
+                fixed = spec[: min(i for i, c in enumerate(spec) if c in "*?[" and i > spec.index("://"))]
+                fixed = fixed[: fixed.rfind("/") + 1] or fixed
+            pfs, path = _place(fixed)
+            # an object store's name may be a prefix (a directory) as well as an object
+            shown = fixed.rstrip("/") if pfs else path
+            places.append((pfs, path, pfs != "" or os.path.isdir(path), shown))
             continue
-        places += sorted(glob.glob(spec, recursive=True)) if glob.has_magic(spec) else [spec]
-    for place in places:
-        real = os.path.realpath(place)
-        inside = within(real, target)
-        holds = os.path.isdir(real) and within(target, real)
-        if inside or (holds and place != places[0]):
-            what = "the working directory" if place == places[0] else f"the input {place}"
+        found = sorted(glob.glob(spec, recursive=True)) if glob.has_magic(spec) else [spec]
+        places += [("", os.path.realpath(p), os.path.isdir(p), p) for p in found]
+    for i, (pfs, real, is_dir, shown) in enumerate(places):
+        if pfs != fs:
+            continue
+        inside = _within(real, target)
+        holds = is_dir and _within(target, real)
+        if inside or (holds and i > 0):
+            what = "the working directory" if i == 0 else f"the input {shown}"
             how = "is" if real == target else ("holds" if inside else "is inside")
             raise UsageProblem(f"--overwrite: {out} {how} {what}: write the table elsewhere")
 
@@ -154,9 +183,9 @@ def export(
     input are rows of the table (see the problem column).  With --tables,
     each source output's Deltas also go to a typed table of their own.
     """
-    partition_by = checked_out(out, fmt, partition_by, tables, overwrite)
-    if overwrite:
+    if overwrite:  # before OUT is looked at (by URL, that is a request)
         refuse_replacing_inputs(out, batch.inputs)
+    partition_by = checked_out(out, fmt, partition_by, tables, overwrite)
     run = BatchRun(env, batch)
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.
