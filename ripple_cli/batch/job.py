@@ -442,7 +442,12 @@ def write_rows(frame: DataFrame, out: str, fmt: str, partition_by: str | None, o
     if fmt == "jsonl":
         writer.json(out)
     else:
-        writer.option("header", True).option("escape", '"').csv(out)
+        # Spark's CSV writer trims every string's leading and trailing
+        # white space and control bytes by default: the rows would no longer
+        # be the in-process run's (pyarrow's), which keeps them, quoted.
+        writer.option("header", True).option("escape", '"').option("ignoreLeadingWhiteSpace", False).option(
+            "ignoreTrailingWhiteSpace", False
+        ).csv(out)
 
 
 def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None, overwrite: bool) -> None:

@@ -155,3 +155,27 @@ def test_help_does_not_import_pyspark() -> None:
     code += "print('pyspark' in sys.modules, 'pyarrow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_csv_keeps_white_space_and_control_bytes(spark: object, tmp_path: Path) -> None:
+    """Spark's CSV writer trims each string's leading and trailing white
+    space and control bytes unless told not to: a file name ending in a
+    space and a worker id of spaces came out changed (pyarrow's in-process
+    CSV keeps them)."""
+    text = (
+        b'((seq 1)(time_ns 1)(schema ripple.handshake/v1)(msg(Handshake((source_worker_id"  ")'
+        b"(output_schemas())(protocol_version 1)))))\n"
+        b'((seq 2)(time_ns 2)(schema ripple.heartbeat/v1)(msg(Heartbeat((worker_id "\\001 x\\002")'
+        b"(timestamp_ns 2)(load 0.5)))))\n"
+    )
+    stream = run_cli(["encode"], stdin=text)
+    assert stream.code == 0, stream.stderr
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / " edge .ripple ").write_bytes(stream.stdout)
+    expected = in_process_rows([str(inputs)], 64 << 20)
+    assert {r[COLUMN_NAMES.index("worker")] for r in expected} == {"  ", "\x01 x\x02"}
+    out = tmp_path / "csv"
+    res = run_cli(["export", "-F", "csv", str(inputs), "-o", str(out)])
+    assert res.code == 0, res.stderr
+    assert text_table_rows(out, "csv") == expected
