@@ -103,13 +103,13 @@ def queries(opts: StatsOptions) -> dict[str, str]:
           FROM d)
     """
     hb = f"""
-        WITH h AS (
-          SELECT worker, time_ns,
-                 time_ns - lag(time_ns) OVER (PARTITION BY worker ORDER BY time_ns, `offset`) AS gap
-          FROM rows WHERE {MSG} AND type = 'Heartbeat' AND worker IS NOT NULL)
+        WITH h0 AS (
+          SELECT worker, time_ns, lag(time_ns) OVER (PARTITION BY worker ORDER BY time_ns, `offset`) AS prev
+          FROM rows WHERE {MSG} AND type = 'Heartbeat' AND worker IS NOT NULL),
+        h AS (SELECT worker, time_ns, prev, {difference("time_ns", "prev")} AS gap FROM h0)
     """
     lag = (
-        "SELECT source_output, coalesce(capture_time_ns, time_ns) - watermark_ns AS lag "
+        f"SELECT source_output, {difference('coalesce(capture_time_ns, time_ns)', 'watermark_ns')} AS lag "
         f"FROM rows WHERE {DELTA} AND watermark_ns IS NOT NULL"
     )
     return {
@@ -154,7 +154,7 @@ def queries(opts: StatsOptions) -> dict[str, str]:
             FROM h GROUP BY worker ORDER BY worker""",
         "silences": hb
         + f"""
-            SELECT worker, time_ns - gap AS start_ns, gap AS length_ns FROM h WHERE gap > {opts.silence_ns}
+            SELECT worker, prev AS start_ns, gap AS length_ns FROM h WHERE gap > {opts.silence_ns}
             ORDER BY start_ns, worker LIMIT {MAX_EVENTS}""",
         "top_keys": f"""
             SELECT source_output AS output, key, count(*) AS updates FROM rows WHERE {DELTA}
@@ -183,6 +183,19 @@ class Timelines:
     lag: list[Record]  # output, t, max_lag, mean_lag
 
 
+def difference(a: str, b: str) -> str:
+    """`a - b` in SQL, null where it would not fit 64 bits (a watermark or
+    a time from adversarial input): Spark's ANSI mode stops the whole job
+    on an overflow and SQLite turns it into a float, so that neither would
+    give the other's figures.  Each branch only computes what fits."""
+    top, bottom = "9223372036854775807", "(-9223372036854775807 - 1)"
+    return (
+        f"(CASE WHEN {a} >= 0 AND {b} < 0 THEN (CASE WHEN {a} > {top} + {b} THEN NULL ELSE {a} - {b} END) "
+        f"WHEN {a} < 0 AND {b} > 0 THEN (CASE WHEN {a} < {bottom} + {b} THEN NULL ELSE {a} - {b} END) "
+        f"ELSE {a} - {b} END)"
+    )
+
+
 def timeline_queries(bucket: int) -> dict[str, str]:
     """What the plots draw, per time bucket of envelope time."""
     return {
@@ -191,8 +204,8 @@ def timeline_queries(bucket: int) -> dict[str, str]:
             FROM rows WHERE {MSG} GROUP BY 1, 2 ORDER BY 1, 2""",
         "lag_timeline": f"""
             SELECT source_output AS output, (time_ns div {bucket}) * {bucket} AS t,
-                   max(coalesce(capture_time_ns, time_ns) - watermark_ns) AS max_lag,
-                   avg(coalesce(capture_time_ns, time_ns) - watermark_ns) AS mean_lag
+                   max({difference("coalesce(capture_time_ns, time_ns)", "watermark_ns")}) AS max_lag,
+                   avg({difference("coalesce(capture_time_ns, time_ns)", "watermark_ns")}) AS mean_lag
             FROM rows WHERE {DELTA} AND watermark_ns IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2""",
     }
 

@@ -79,3 +79,38 @@ def test_a_small_stats_runs_in_process_with_the_figures_of_spark(spark: object) 
     assert on_spark.code == 0, on_spark.stderr
     assert "in-process" not in on_spark.stderr and on_spark.stderr.startswith("stats: 1 file"), on_spark.stderr
     assert json.loads(out) == json.loads(on_spark.stdout)
+
+
+def test_stats_of_extreme_times_in_process_and_on_spark(spark: object, tmp_path: Path) -> None:
+    """A watermark and Heartbeat times at the ends of int64: a lag or an
+    interval that does not fit 64 bits is left out of the figures, the same
+    in-process (SQLite made it a float) and on Spark (whose ANSI mode
+    stopped the job with ARITHMETIC_OVERFLOW)."""
+    text = run_cli(["decode", str(EXAMPLES / "session.ripple")]).stdout
+    text = text.replace(b"(watermark_ns(1700000000000000000))", b"(watermark_ns(-9223372036854775808))")
+    text = text.replace(b"(seq 2)(time_ns 1700000000000000050)", b"(seq 2)(time_ns 9223372036854775807)")
+    beat = (
+        b"((seq %d)(time_ns %d)(schema ripple.heartbeat/v1)(msg(Heartbeat((worker_id w1)(timestamp_ns 0)(load 0.5)))))"
+    )
+    heartbeats = b"".join(
+        beat % (seq, t) + b"\n"
+        for seq, t in ((6, -9223372036854775808), (7, 9223372036854775807), (8, 9223372036854775807))
+    )
+    stream = run_cli(["encode"], stdin=text + heartbeats)
+    assert stream.code == 0, stream.stderr
+    path = tmp_path / "extreme.ripple"
+    path.write_bytes(stream.stdout)
+    out, note, last = ripple("stats", "-F", "json", str(path))
+    assert last == "code=0 pyspark=False", note
+    on_spark = run_cli(["stats", "-F", "json", str(path)])  # a running session: Spark
+    assert on_spark.code == 0, on_spark.stderr
+    here = json.loads(out)
+    assert here == json.loads(on_spark.stdout)
+    assert here["watermark_lag"]["all"] == {
+        "deltas": 1,  # its one lag does not fit
+        **dict.fromkeys(("min", "max", "p50", "p90", "p99")),
+    }
+    # the times, sorted: -2^63, 1.7e18 + 200, 2^63 - 1 twice; the first interval does not fit
+    assert here["heartbeats"] == [
+        {"worker": "w1", "heartbeats": 4, "min": 0, "median": 0, "max": 2**63 - 1 - 1700000000000000200, "silences": 1}
+    ]
