@@ -165,14 +165,16 @@ def start_session(master: str | None, conf: Sequence[tuple[str, str]]) -> Sessio
                 spark_conf.set(key, value)
         _python_for_workers(spark_conf, local=_is_local(where))
         sc = SparkContext(conf=spark_conf, gateway=gateway)
+        sc.setLogLevel("ERROR")
+        # (a master that never answers stops the context here, a minute on)
+        spark = SparkSession(sc)
     except RippleError:
         raise
     except Exception as e:  # no Java, a bad master URL, a cluster that does not answer
         cause = (_jvm_cause(log_path) if log_path else None) or _first_line(e)
         named = f" (the JVM's log: {log_path})" if log_path else ""
         raise SparkFailed(f"spark: cannot start on {where}: {cause}{named}") from None
-    sc.setLogLevel("ERROR")
-    return Session(SparkSession(sc), owned=True, log_path=log_path)
+    return Session(spark, owned=True, log_path=log_path)
 
 
 def _is_local(master: str) -> bool:
@@ -230,8 +232,11 @@ def _require_java() -> None:
         raise SparkFailed("spark: no java on the PATH: install Java 17 or 21 (make system-deps does), or set JAVA_HOME")
 
 
-# A JVM exception's message in its log: `... org.apache.spark.SparkException: Master must ...`.
-_JVM_EXCEPTION = re.compile(r"(?:^|\s)(?:[\w$]+\.)+[\w$]*(?:Exception|Error): (.+)")
+# A JVM exception's message in its log: `... org.apache.spark.SparkException: Master must ...`,
+# or the reason Spark gives up: `Application has been killed. Reason: All masters are unresponsive! Giving up.`
+_JVM_EXCEPTION = re.compile(
+    r"(?:(?:^|\s)(?:[\w$]+\.)+[\w$]*(?:Exception|Error)|Application has been killed\. Reason): (.+)"
+)
 
 
 def _jvm_cause(log_path: str) -> str | None:
@@ -255,16 +260,53 @@ def _first_line(e: BaseException) -> str:
 
 @contextmanager
 def spark_errors(session: Session) -> Iterator[None]:
-    """A failed Spark job as one line, not the JVM's stack trace."""
+    """A failed Spark job as one line, not the JVM's stack trace: an
+    executor's own ripple error as it is (the same line and exit status
+    as in-process: an input it could not read, say), else the cause the
+    executor gave (a Python exception's last line, the JVM's reason)."""
     try:
         yield
     except RippleError:
         raise
     except Exception as e:
         if type(e).__module__.startswith(("pyspark", "py4j")):
+            text = str(e)
+            found = _ripple_error_in(text)
+            if found is not None:
+                raise found from None
             where = f" (the JVM's log: {session.log_path})" if session.log_path else ""
-            raise SparkFailed(f"spark: job failed: {_first_line(e)}{where}") from None
+            raise SparkFailed(f"spark: job failed: {job_cause(text)}{where}") from None
         raise
+
+
+# The last line of an executor's Python traceback, as Spark quotes it.
+_RIPPLE_ERROR = re.compile(r"^ripple_cli\.errors\.(\w+): (.+)$", re.MULTILINE)
+_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", re.MULTILINE)
+# The task's failure on the line that aborts the stage: `... (TID 0) (host executor 1): java.io.IOException: ...`.
+_LOST_TASK = re.compile(r"Lost task [^:]*\): (?:(?:[\w$]+\.)+[\w$]+: )?(.+)$", re.MULTILINE)
+
+
+def _ripple_error_in(text: str) -> RippleError | None:
+    from ripple_cli import errors
+
+    for name, message in _RIPPLE_ERROR.findall(text):
+        kind = getattr(errors, name, None)
+        if isinstance(kind, type) and issubclass(kind, RippleError):
+            return kind(message.strip())
+    return None
+
+
+def job_cause(text: str) -> str:
+    """Why a Spark job failed, from py4j's text of it: the task's Python
+    exception (its traceback's last line), else the JVM's reason for the
+    task, else py4j's first line."""
+    if "PythonException" in text and (found := _PYTHON_ERROR.findall(text.split("PythonException", 1)[1])):
+        name, message = found[0]
+        return f"{name}: {message.strip()}"[:300]
+    lost = _LOST_TASK.search(text)
+    if lost is not None:
+        return lost.group(1).strip()[:300]
+    return (text.strip().splitlines() or [""])[0][:300]
 
 
 # ------------------------------------------------------------------ the two passes
@@ -458,7 +500,7 @@ def _write_by_url(frame: DataFrame, out: str, fmt: str, partition_by: str | None
 
     from .output import check_partitioning
 
-    check_partitioning(fmt, partition_by)
+    check_partitioning(fmt, partition_by, out_by_url=out)
     if overwrite:
         remove(out)
     _write_frame(frame, out, fmt, partition_by)

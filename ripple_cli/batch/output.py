@@ -22,12 +22,21 @@ EXTENSIONS = {"parquet": "parquet", "jsonl": "json", "csv": "csv"}
 ROW_GROUP_ROWS = 1 << 16
 
 
-def check_partitioning(fmt: str, partition_by: str | None) -> None:
-    if partition_by and fmt != "parquet":
+def check_partitioning(fmt: str, partition_by: str | None, out_by_url: str | None = None) -> None:
+    """Only Parquet is partitioned by pyarrow's writer: in-process, and on
+    Spark to an object store (`out_by_url`: Spark's own writer, which
+    partitions JSON lines and CSV, writes local paths and file:// only)."""
+    if not partition_by or fmt == "parquet":
+        return
+    if out_by_url is not None:
         raise UsageProblem(
-            f"--partition-by {partition_by}: -F {fmt} is partitioned on Spark only: give --master "
-            "(e.g. local[*]), or --partition-by none; in-process, only parquet is partitioned"
+            f"--partition-by {partition_by}: -F {fmt} to {out_by_url} is not partitioned (Spark partitions JSON lines "
+            "and CSV only in local paths and file:// URLs): use -F parquet, or --partition-by none"
         )
+    raise UsageProblem(
+        f"--partition-by {partition_by}: -F {fmt} is partitioned on Spark only: give --master "
+        "(e.g. local[*]), or --partition-by none; in-process, only parquet is partitioned"
+    )
 
 
 def make_dir(out: str) -> None:

@@ -323,10 +323,17 @@ def open_url(spec: str) -> BinaryIO:
 
 
 def open_input(path: str) -> BinaryIO:
-    """A local path or a URL, open for reading."""
+    """A local path or a URL, open for reading; a path that cannot be
+    opened is the input's one line (exit status 3), wherever it is read (a
+    task writing its part files must not blame its OUT for it)."""
     if is_url(path):
         return open_url(path)
-    return open(path, "rb")
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        from ripple_cli.sources.files import display_name, open_error  # (files imports this module)
+
+        raise open_error(display_name(path), e) from None
 
 
 # ------------------------------------------------------------------ writing

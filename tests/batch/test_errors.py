@@ -86,3 +86,58 @@ def test_driver_python_must_be_the_one_running_ripple() -> None:
         "ripple: --conf spark.pyspark.driver.python=/bin/false: ripple's driver is the Python that runs ripple "
         f"({sys.executable}): run ripple with that interpreter\n"
     )
+
+
+@pytest.mark.jvm
+def test_a_task_that_fails_says_why(tmp_path: Path) -> None:
+    """The executor's reason, not py4j's first line ("An error occurred
+    while calling ...collectAndServe."): here it cannot start the Python
+    that spark.pyspark.python names."""
+    out = str(tmp_path / "out")
+    conf = ["--conf", "spark.pyspark.python=/nonexistent/bin/python"]
+    done = _ripple(["export", "--master", "local[1]", *conf, str(DEMO), "-o", out], dict(os.environ))
+    assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        'ripple: spark: job failed: Cannot run program "/nonexistent/bin/python": error=2, No such file or directory'
+        " (the JVM's log: /"
+    ), done.stderr
+
+
+def test_an_executors_ripple_error_is_the_line_it_would_be_in_process(spark: object) -> None:
+    """A task's InputUnreadable (an object the executor cannot read, an
+    input gone) reaches the driver as that error: its line, exit status 3."""
+    from ripple_cli.batch.job import Session, spark_errors
+    from ripple_cli.errors import InputUnreadable
+
+    def task(_x: int) -> int:
+        from ripple_cli.errors import InputUnreadable
+
+        raise InputUnreadable("s3://cap/d/demo.ripple: access denied (check the credentials)")
+
+    session = Session(spark, owned=False, log_path=None)  # type: ignore[arg-type]
+    denied = r"^s3://cap/d/demo.ripple: access denied \(check the credentials\)$"
+    with pytest.raises(InputUnreadable, match=denied), spark_errors(session):
+        spark.sparkContext.parallelize([1]).map(task).collect()  # type: ignore[attr-defined]
+
+    def python_error(_x: int) -> int:
+        raise ValueError("no good")
+
+    from ripple_cli.batch.job import SparkFailed
+
+    with pytest.raises(SparkFailed, match=r"^spark: job failed: ValueError: no good$"), spark_errors(session):
+        spark.sparkContext.parallelize([1]).map(python_error).collect()  # type: ignore[attr-defined]
+
+
+def test_the_jvm_log_says_why_spark_gave_up(tmp_path: Path) -> None:
+    """A master that never answers: Spark stops the context a minute on,
+    and its log's reason is the line's (checked by hand against a dead
+    spark:// port; here the log line as Spark 4 writes it)."""
+    from ripple_cli.batch.job import _jvm_cause
+
+    log = tmp_path / "spark.log"
+    log.write_text(
+        'Setting default log level to "WARN".\n'
+        "spark: ERROR StandaloneSchedulerBackend: Application has been killed. "
+        "Reason: All masters are unresponsive! Giving up.\n"
+    )
+    assert _jvm_cause(str(log)) == "All masters are unresponsive! Giving up."

@@ -55,6 +55,10 @@ def checked_out(out: str, fmt: str, partition_by: str | None, tables: bool, over
         partition_by = DEFAULT_PARTITION if fmt == "parquet" else "none"
     if partition_by != "none" and partition_by not in COLUMN_NAMES:
         raise UsageProblem(f"--partition-by: {partition_by!r} is not a column (columns: {', '.join(COLUMN_NAMES)})")
+    if partition_by != "none" and is_url(out) and SCHEMES.get(out.split(":", 1)[0].lower()) != "file":
+        from ripple_cli.batch.output import check_partitioning
+
+        check_partitioning(fmt, partition_by, out_by_url=out)  # before any input is read, on Spark or not
     if exists(out) and not overwrite:
         raise InputUnreadable(f"{out}: already exists (--overwrite replaces it)")
     if is_url(out):
