@@ -17,9 +17,11 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
@@ -75,6 +77,43 @@ def parse_conf(items: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+class CtrlC:
+    """Ctrl-C while Spark runs: the jobs are cancelled from a thread of its
+    own, and the job's failure becomes KeyboardInterrupt (spark_errors).
+    PySpark's own handler cancels from inside the signal handler, on the
+    py4j connection the main thread is waiting on: py4j then fails with
+    "reentrant call" tracebacks, and the run with exit status 3, not 130.
+    A second Ctrl-C is KeyboardInterrupt at once."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.fired = False
+        self.done = False  # the run has taken the interruption (or stopped): no more to do
+        self._previous: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        if self.fired:
+            raise KeyboardInterrupt
+        self.fired = True
+        threading.Thread(target=self._cancel, name="ripple-ctrl-c", daemon=True).start()
+
+    def _cancel(self) -> None:
+        # Again and again until the run takes it: a job the driver starts
+        # after the first cancel (the next pass) is cancelled in its turn.
+        while not self.done:
+            with contextlib.suppress(Exception):  # the JVM may be going away
+                self.spark.sparkContext.cancelAllJobs()
+            time.sleep(0.2)
+
+    def restore(self) -> None:
+        self.done = True
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
 class Session:
     """A SparkSession, and whether this run started it (and so stops it)."""
 
@@ -82,8 +121,11 @@ class Session:
         self.spark = spark
         self.owned = owned
         self.log_path = log_path  # where the JVM's own output went
+        self.ctrl_c = CtrlC(spark) if owned else None
 
     def stop(self, keep_log: bool = False) -> None:
+        if self.ctrl_c is not None:
+            self.ctrl_c.restore()
         if self.owned:
             self.spark.stop()
             if self.log_path is not None and not keep_log:
@@ -269,6 +311,9 @@ def spark_errors(session: Session) -> Iterator[None]:
     except RippleError:
         raise
     except Exception as e:
+        if session.ctrl_c is not None and session.ctrl_c.fired:
+            session.ctrl_c.done = True
+            raise KeyboardInterrupt from None  # the jobs Ctrl-C cancelled
         if type(e).__module__.startswith(("pyspark", "py4j")):
             text = str(e)
             found = _ripple_error_in(text)

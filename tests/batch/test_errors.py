@@ -141,3 +141,31 @@ def test_the_jvm_log_says_why_spark_gave_up(tmp_path: Path) -> None:
         "Reason: All masters are unresponsive! Giving up.\n"
     )
     assert _jvm_cause(str(log)) == "All masters are unresponsive! Giving up."
+
+
+@pytest.mark.jvm
+def test_ctrl_c_during_a_spark_export(tmp_path: Path) -> None:
+    """Ctrl-C once the tasks write: one line, exit status 130, and no OUT
+    left that would read as a whole table (it was py4j's tracebacks, exit
+    status 3, and part files cut short under their final names)."""
+    import signal
+    import time
+
+    big = tmp_path / "big.ripple"
+    big.write_bytes(Path(DEMO).read_bytes() * 300)  # 11 MB: 172 tasks of 64K on one core
+    out = tmp_path / "out"
+    args = ["export", "-q", "--master", "local[1]", "--split-size", "64K", str(big), "-o", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 300
+    while not out.exists():  # the first task has written
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert (proc.returncode, stdout, stderr.decode()) == (130, b"", f"ripple: export: interrupted: {out} removed\n")
+    assert not out.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -13,7 +14,7 @@ from ripple_cli.batch.rows import COLUMN_NAMES
 from ripple_cli.batch.run import BatchArgs, BatchRun
 from ripple_cli.cli.batch_options import batch_options
 from ripple_cli.cli.options import OutputPath
-from ripple_cli.errors import InputUnreadable, UsageProblem
+from ripple_cli.errors import EXIT_INTERRUPTED, InputUnreadable, RippleError, UsageProblem
 from ripple_cli.sources.urls import SCHEMES, check_parent, exists, is_url, remove
 from ripple_cli.sources.urls import parse as parse_url
 from ripple_cli.terminal.environment import Environment
@@ -44,6 +45,15 @@ def typed_out(where: str, plan: Plan, tables: bool) -> TypedOut | None:
 
 
 DEFAULT_PARTITION = "event_hour"
+
+
+def _discard(where: str) -> None:
+    """What an export that did not finish wrote, as far as it can go."""
+    with contextlib.suppress(OSError, RippleError):
+        if is_url(where):
+            remove(where)
+        elif os.path.isdir(where):
+            shutil.rmtree(where)
 
 
 def checked_out(out: str, fmt: str, partition_by: str | None, tables: bool, overwrite: bool) -> str:
@@ -201,29 +211,42 @@ def export(
         elif overwrite and os.path.isdir(where):
             shutil.rmtree(where)
         messages = os.path.join(where, MESSAGES_DIR)
-    if run.without_spark("export"):
-        from ripple_cli.batch.local import write_local
+    fresh = not (os.path.exists(where) if not is_url(where) else exists(where))
+    try:
+        if run.without_spark("export"):
+            from ripple_cli.batch.local import write_local
 
-        plan = run.plan_in_process()
-        rows, problems = write_local(plan, messages, fmt, partition, overwrite, typed_out(where, plan, tables))
-        if tables:
-            finish_tables(where)
-        how = "; in-process, without Spark"
-    else:
-        with run.spark() as (session, watcher):
-            from ripple_cli.batch import job
-
-            plan = run.plan(session, watcher)
-            typed = typed_out(where, plan, tables)
-            if job.written_by_tasks(messages, fmt):
-                rows, problems = job.export_by_tasks(session.spark, plan, messages, fmt, partition, overwrite, typed)
-            else:
-                frame, counters = run.frame(session, plan, typed)
-                job.write_rows(frame, messages, fmt, partition, overwrite)
-                rows, problems = counters.rows.value, counters.problems.value
+            plan = run.plan_in_process()
+            rows, problems = write_local(plan, messages, fmt, partition, overwrite, typed_out(where, plan, tables))
             if tables:
                 finish_tables(where)
-        how = ""
+            how = "; in-process, without Spark"
+        else:
+            with run.spark() as (session, watcher):
+                from ripple_cli.batch import job
+
+                plan = run.plan(session, watcher)
+                typed = typed_out(where, plan, tables)
+                if job.written_by_tasks(messages, fmt):
+                    rows, problems = job.export_by_tasks(
+                        session.spark, plan, messages, fmt, partition, overwrite, typed
+                    )
+                else:
+                    frame, counters = run.frame(session, plan, typed)
+                    job.write_rows(frame, messages, fmt, partition, overwrite)
+                    rows, problems = counters.rows.value, counters.problems.value
+                if tables:
+                    finish_tables(where)
+            how = ""
+    except BaseException as e:
+        # No table presented as whole that is not: what this run wrote goes
+        # (an OUT that was there before, --overwrite or not, is not touched).
+        if fresh:
+            _discard(where)
+        if isinstance(e, KeyboardInterrupt):
+            env.problem_line(f"ripple: export: interrupted{f': {out} removed' if fresh else ''}")
+            return EXIT_INTERRUPTED
+        raise
     part = "" if partition_by == "none" else f", partitioned by {partition_by}"
     if tables:
         part += ", with typed tables"
