@@ -78,9 +78,19 @@ def _sibling(head: bytes) -> bool:
 
 
 def _walk(directory: str) -> list[str]:
+    """A directory's files, sorted, hidden ones left out.  A link to a
+    directory is followed, as `find -L` does (a capture set gathered with
+    links is read whole), each directory once: a link back up is no loop."""
     found: list[str] = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    seen = {os.path.realpath(directory)}
+    for root, dirs, files in os.walk(directory, followlinks=True):
+        kept = []
+        for d in sorted(dirs):
+            real = os.path.realpath(os.path.join(root, d))
+            if not d.startswith(".") and real not in seen:
+                seen.add(real)
+                kept.append(d)
+        dirs[:] = kept
         found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith("."))
     return found
 

@@ -69,3 +69,24 @@ def test_a_raw_sibling_stream_is_its_protocol(tmp_path: Path) -> None:
     assert rows.code == 0
     lines = [json.loads(x) for p in (tmp_path / "j").glob("part-*") for x in p.read_bytes().splitlines()]
     assert len(lines) == 300 and not [x for x in lines if x.get("problem")]  # the demo's; none of v1.lj's bytes
+
+
+def test_a_directory_link_is_followed_once(tmp_path: Path) -> None:
+    """Links to directories are followed (find -L): a capture set gathered
+    with links is read whole; a link back up is no loop, and a directory
+    reached twice is read once."""
+    import os
+
+    from ripple_cli.batch.inputs import discover
+
+    top = tmp_path / "set"
+    (top / "a").mkdir(parents=True)
+    (top / "a" / "one.ripple").write_bytes(b"")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "two.ripple").write_bytes(b"")
+    os.symlink(elsewhere, top / "b")
+    os.symlink(top, top / "a" / "up")  # a loop
+    os.symlink(top / "a", top / "c")  # a directory already walked
+    found = [os.path.relpath(f.path, top) for f in discover([str(top)])]
+    assert found == ["a/one.ripple", "b/two.ripple"]
