@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import posixpath
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -67,9 +68,11 @@ def write_table(
 
     from .arrow import ARROW_SCHEMA, TEXT_SCHEMA, as_text_times
     from .messagefiles import file_schema
+    from .outdir import OutDir
 
     check_partitioning(fmt, partition_by)
-    fs, path = destination(out)
+    outdir = OutDir.of(out)
+    fs, path = outdir.fs, outdir.root
     try:
         # OUT is there once the table is written, with no row too (pyarrow
         # makes no directory for a dataset of no batch).
@@ -88,6 +91,11 @@ def write_table(
                     schema = schema.set(schema.get_field_index(partition_by), field)
                     batches = (spark_times(b, partition_by) for b in batches)
                 partitioning = ds.partitioning(pa.schema([field]), flavor="hive")
+            # Each part file under a hidden name (readers skip it) until it
+            # is whole, where a rename is atomic (OutDir.staged): a run cut
+            # short leaves no part file that reads as a whole one.
+            written: list[str] = []
+            hidden = outdir.renames
             ds.write_dataset(
                 iter(batches),
                 path,
@@ -97,7 +105,8 @@ def write_table(
                 file_options=ds.ParquetFileFormat().make_write_options(compression="zstd"),
                 filesystem=fs,
                 partitioning=partitioning,
-                basename_template=part + "-{i}.parquet",
+                basename_template=("." if hidden else "") + part + "-{i}.parquet" + (".tmp" if hidden else ""),
+                file_visitor=lambda f: written.append(f.path),
                 existing_data_behavior="overwrite_or_ignore",
                 # Row groups of the batches gathered, not one a batch (a
                 # capture's lane makes a batch a packet): smaller files,
@@ -105,13 +114,18 @@ def write_table(
                 min_rows_per_group=ROW_GROUP_ROWS,
                 use_threads=threads,
             )
+            for staged in written:
+                d, name = posixpath.split(staged)
+                outdir.publish(staged, f"{d}/{name.removeprefix('.').removesuffix('.tmp')}" if hidden else staged)
             return
         batches = (b for b in batches if b.num_rows)
         first = next(batches, None)
         if first is None and not empty:
             return
         batches = (as_text_times(b) for b in itertools.chain([first] if first is not None else [], batches))
-        with fs.open_output_stream(f"{path.rstrip('/')}/{part}.{EXTENSIONS[fmt]}") as f:
+        final = f"{path.rstrip('/')}/{part}.{EXTENSIONS[fmt]}"
+        staged = outdir.staged(final)
+        with fs.open_output_stream(staged) as f:
             if fmt == "jsonl":
                 for line in _json_lines(batches):
                     f.write(line)
@@ -121,6 +135,7 @@ def write_table(
                 with pcsv.CSVWriter(f, TEXT_SCHEMA) as writer:
                     for batch in batches:
                         writer.write_batch(batch)
+        outdir.publish(staged, final)
     except OSError as e:
         raise url_error(out, e) from None
 

@@ -8,7 +8,11 @@ an internal error, SQL's count over no row is null); export's OUT is there
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.conftest import EXAMPLES, run_cli
 
@@ -90,3 +94,29 @@ def test_a_directory_link_is_followed_once(tmp_path: Path) -> None:
     os.symlink(top / "a", top / "c")  # a directory already walked
     found = [os.path.relpath(f.path, top) for f in discover([str(top)])]
     assert found == ["a/one.ripple", "b/two.ripple"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+def test_a_part_file_is_visible_only_once_whole(tmp_path: Path, fmt: str) -> None:
+    """A writer cut short (an error, Ctrl-C, a lost executor) leaves no
+    part file a reader would take for a whole one: it is written under a
+    hidden name (which pyarrow and Spark skip) and renamed at the end."""
+    from ripple_cli.batch.inputs import discover
+    from ripple_cli.batch.local import local_batches
+    from ripple_cli.batch.output import write_table
+    from ripple_cli.batch.tasks import Settings
+
+    batches = list(local_batches(discover([str(EXAMPLES / "demo.ripple")]), Settings()))
+
+    def cut_short() -> Iterator[Any]:
+        yield from batches
+        raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        write_table(cut_short(), str(out), fmt, None)
+    assert [p.name for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")] == []
+    write_table(iter(batches), str(out), fmt, None)
+    assert [p.name for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")] == [
+        {"parquet": "part-00000-0.parquet", "jsonl": "part-00000.json", "csv": "part-00000.csv"}[fmt]
+    ]
