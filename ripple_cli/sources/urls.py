@@ -202,8 +202,25 @@ def url_error(name: str, e: OSError) -> InputUnreadable:
             "NETWORK_CONNECTION": "cannot connect to the endpoint",
         }
         detail = text.split(" operation: ", 1)[-1]
+        status = re.search(r"HTTP status (\d+)", text)
+        if kind not in causes and status is not None and detail.strip() in ("", "No response body."):
+            # An answer with no reason in it (pyarrow: "No response body."),
+            # as a server that checks credentials may give a request with none.
+            detail = f"the endpoint refused the request (HTTP {status.group(1)}, no reason given)"
+            if not _aws_credentials_given():
+                detail += "; no credentials were found (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws)"
         return InputUnreadable(f"{name}: {causes.get(kind, detail)}")
     return InputUnreadable(f"{name}: {text}")
+
+
+def _aws_credentials_given() -> bool:
+    """Whether the environment or ~/.aws names any credentials (an instance
+    role cannot be seen from here: this is for the message only)."""
+    names = ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE")
+    if any(os.environ.get(n) for n in (*names, "AWS_CONTAINER_CREDENTIALS_FULL_URI")):
+        return True
+    home = os.path.expanduser("~/.aws")
+    return any(os.path.exists(os.path.join(home, f)) for f in ("credentials", "config"))
 
 
 # ------------------------------------------------------------------ reading

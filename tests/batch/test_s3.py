@@ -408,3 +408,25 @@ def test_overwrite_never_removes_an_input_object(s3: S3Server, tmp_path: Path, i
     assert r.returncode == 2 and "--overwrite:" in r.stderr and "write the table elsewhere" in r.stderr, r.stderr
     with s3.fs().open_input_file("victim/day/raw/demo.ripple") as f:
         assert f.read() == (EXAMPLES / "demo.ripple").read_bytes()
+
+
+def test_no_credentials_at_all_is_one_line_that_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that checks credentials, asked with none (no variables, an
+    empty HOME): it answers 403 with no body, which pyarrow words "No
+    response body."; the line says what it can (moto answers 500, S3 403)."""
+    server = start_s3(tmp_path / "moto.log", checks_credentials=True)
+    try:
+        for k in [k for k in os.environ if k.startswith("AWS_")]:
+            monkeypatch.delenv(k)
+        monkeypatch.setenv("HOME", str(tmp_path))
+        monkeypatch.setenv("AWS_ENDPOINT_URL", server.env["AWS_ENDPOINT_URL"])
+        monkeypatch.setenv("AWS_REGION", server.env.get("AWS_REGION", "us-east-1"))
+        monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        res = run_cli(["stats", "s3://captures/day1/"])
+        assert res.code == 3
+        assert res.stderr.startswith("ripple: s3://captures/day1/: the endpoint refused the request (HTTP "), res.stderr
+        assert res.stderr.endswith(
+            ", no reason given); no credentials were found (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws)\n"
+        ), res.stderr
+    finally:
+        server.stop()
