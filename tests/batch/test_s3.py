@@ -412,8 +412,9 @@ def test_overwrite_never_removes_an_input_object(s3: S3Server, tmp_path: Path, i
 
 def test_no_credentials_at_all_is_one_line_that_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A server that checks credentials, asked with none (no variables, an
-    empty HOME): it answers 403 with no body, which pyarrow words "No
-    response body."; the line says what it can (moto answers 500, S3 403)."""
+    empty HOME): it answers with an error status and no body (moto 500,
+    S3 403), which pyarrow words "No response body."; the line says what
+    it can."""
     server = start_s3(tmp_path / "moto.log", checks_credentials=True)
     try:
         for k in [k for k in os.environ if k.startswith("AWS_")]:
