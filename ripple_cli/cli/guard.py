@@ -57,15 +57,19 @@ def run_guarded(main: Callable[[], int | None], stderr: TextIO | None = None, pr
     except click.ClickException as e:
         e.show(file=err)
         code = e.exit_code
-    except click.exceptions.Abort:
-        code = EXIT_INTERRUPTED  # Click has already ended the line
+    except click.exceptions.Abort:  # Ctrl-C: Click has already ended the line (^C) it was on
+        _stderr_line(err, f"{prog}: interrupted")
+        code = EXIT_INTERRUPTED
     except RippleError as e:
         _stderr_line(err, f"{prog}: {e.message}")
         code = e.exit_code
     except (BrokenPipeError, PipeClosed):
         _quiet_broken_pipe()
     except KeyboardInterrupt:
-        _stderr_line(err, "")
+        # A terminal shows ^C where the cursor was: the line goes below it.
+        if getattr(err, "isatty", lambda: False)():
+            _stderr_line(err, "")
+        _stderr_line(err, f"{prog}: interrupted")
         code = EXIT_INTERRUPTED
     except Exception as e:
         if os.environ.get("RIPPLE_DEBUG"):

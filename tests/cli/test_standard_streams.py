@@ -150,3 +150,31 @@ def test_verify_interrupted_reports_what_it_read(fmt: str) -> None:
         assert (doc["ok"], doc["interrupted"], doc["streams"][0]["messages"]) == (False, True, 300)
     else:
         assert out.decode().splitlines()[-1] == "verify: 1 stream, 300 messages, 28 problems, interrupted"
+
+
+def test_ctrl_c_on_decode_says_so_in_one_line(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    # stdout to a file: a pipe nobody reads would fill, and decode sleep writing it
+    out_file = (tmp_path / "out").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli", "decode", "-"],
+        stdin=subprocess.PIPE,
+        stdout=out_file,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(DEMO.read_bytes())
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not _blocked_reading(proc, proc.stdin.fileno()):
+        assert time.monotonic() < deadline, "decode never took its input"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    proc.stdin.close()
+    out_file.close()
+    assert proc.returncode == 130
+    assert len((tmp_path / "out").read_bytes().splitlines()) == 300  # what was decoded stays printed
+    assert err.decode().strip() == "ripple: interrupted"  # after the newline that ends a terminal's ^C
