@@ -15,7 +15,9 @@ those clients are with an emulator).
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
+import gc
 import os
 import re
 from dataclasses import dataclass
@@ -144,9 +146,22 @@ def _endpoint(url: str, kwargs: dict[str, object]) -> None:
     kwargs["endpoint_override"] = url.rstrip("/")
 
 
+def _release_filesystems() -> None:
+    """At exit, before pyarrow finalizes S3 (atexit runs this first: it is
+    registered after pyarrow's own handler): the cached filesystems go, and
+    what else holds one.  An S3 filesystem still alive when the AWS SDK is
+    shut down aborts the process ("terminate called without an active
+    exception", exit 134) after a run that did all its work."""
+    _filesystem.cache_clear()
+    gc.collect()
+
+
 @lru_cache(maxsize=16)
 def _filesystem(scheme: str, authority: str, settings: tuple[tuple[str, str], ...]) -> pafs.FileSystem:
     pafs = _pafs()
+    if _filesystem.cache_info().currsize == 0:  # the first: pyarrow.fs's own atexit is registered by now
+        atexit.unregister(_release_filesystems)
+        atexit.register(_release_filesystems)
     env = dict(settings)
     try:
         if scheme == "s3":
