@@ -156,14 +156,26 @@ def _segment(like: Packet, seq: int, payload: bytes) -> Packet:
     return Packet(like.time_ns, dpkt.ethernet.Ethernet(p.rebuilt()))
 
 
+def _next_of_direction(pkts: Sequence[Packet], i: int) -> int:
+    return next(j for j in range(i + 1, len(pkts)) if pkts[j].sport == pkts[i].sport and pkts[j].payload)
+
+
+def contiguous_next(pkts: Sequence[Packet], i: int) -> bool:
+    """Whether the next data packet of i's direction starts where i ends (a
+    real capture may hold a retransmission, or segments reordered or copied
+    by an earlier mutation, in between)."""
+    first = pkts[i]
+    return (first.seq + len(first.payload)) & MASK == pkts[_next_of_direction(pkts, i)].seq
+
+
 def overlap(pkts: Sequence[Packet], i: int, at: int, conflicting: bool = False) -> list[Packet]:
     """A retransmission spanning the second half of data packet i and the
     first half of the next data packet of its direction (contiguous with
-    it), inserted at index `at`.  `conflicting`: with its bytes changed."""
+    it: see contiguous_next), inserted at index `at`.  `conflicting`: with
+    its bytes changed."""
     first = pkts[i]
-    k = next(j for j in range(i + 1, len(pkts)) if pkts[j].sport == first.sport and pkts[j].payload)
-    second = pkts[k]
-    assert (first.seq + len(first.payload)) & MASK == second.seq, "not contiguous"
+    second = pkts[_next_of_direction(pkts, i)]
+    assert contiguous_next(pkts, i), "not contiguous"
     a, b = first.payload, second.payload
     span = a[len(a) // 2 :] + b[: max(1, len(b) // 2)]
     if conflicting:
