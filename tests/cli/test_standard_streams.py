@@ -120,31 +120,38 @@ def _blocked_reading(proc: subprocess.Popen[bytes], pipe_fd: int) -> bool:
         return f.read().rsplit(")", 1)[1].split()[0] == "S"
 
 
-@pytest.mark.parametrize("fmt", ["text", "json"])
-def test_verify_interrupted_reports_what_it_read(fmt: str) -> None:
-    """Ctrl-C on a verify of a live pipe: the report of what was read, a
-    line on stderr, exit status 130 (as the tap and replay do)."""
+def _interrupted(args: list[str], out_path: Path) -> tuple[int, bytes, str]:
+    """ripple ARGS reading the demo from a live pipe, sent SIGINT once it has
+    taken the demo and waits for more: (exit status, stdout, stderr).
+    stdout goes to a file: a pipe nobody reads would fill, and ripple sleep
+    writing it rather than reading."""
     import signal
     import time
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ripple_cli", "verify", "-F", fmt, "-"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdin is not None
-    proc.stdin.write(DEMO.read_bytes())
-    proc.stdin.flush()
-    deadline = time.monotonic() + 60
-    while not _blocked_reading(proc, proc.stdin.fileno()):
-        assert time.monotonic() < deadline, "verify never took its input"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    proc.stdin.close()
-    assert proc.returncode == 130
-    assert err.decode() == "ripple: verify: interrupted: the report covers what was read before\n"
+    with out_path.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ripple_cli", *args], stdin=subprocess.PIPE, stdout=out, stderr=subprocess.PIPE
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(DEMO.read_bytes())
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not _blocked_reading(proc, proc.stdin.fileno()):
+            assert time.monotonic() < deadline, f"{args[0]} never took its input"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        proc.stdin.close()
+    return proc.returncode, out_path.read_bytes(), err.decode()
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_verify_interrupted_reports_what_it_read(tmp_path: Path, fmt: str) -> None:
+    """Ctrl-C on a verify of a live pipe: the report of what was read, a
+    line on stderr, exit status 130 (as the tap and replay do)."""
+    code, out, err = _interrupted(["verify", "-F", fmt, "-"], tmp_path / "out")
+    assert code == 130
+    assert err == "ripple: verify: interrupted: the report covers what was read before\n"
     if fmt == "json":
         doc = json.loads(out)
         assert (doc["ok"], doc["interrupted"], doc["streams"][0]["messages"]) == (False, True, 300)
@@ -153,28 +160,7 @@ def test_verify_interrupted_reports_what_it_read(fmt: str) -> None:
 
 
 def test_ctrl_c_on_decode_says_so_in_one_line(tmp_path: Path) -> None:
-    import signal
-    import time
-
-    # stdout to a file: a pipe nobody reads would fill, and decode sleep writing it
-    out_file = (tmp_path / "out").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ripple_cli", "decode", "-"],
-        stdin=subprocess.PIPE,
-        stdout=out_file,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdin is not None
-    proc.stdin.write(DEMO.read_bytes())
-    proc.stdin.flush()
-    deadline = time.monotonic() + 60
-    while not _blocked_reading(proc, proc.stdin.fileno()):
-        assert time.monotonic() < deadline, "decode never took its input"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    proc.stdin.close()
-    out_file.close()
-    assert proc.returncode == 130
-    assert len((tmp_path / "out").read_bytes().splitlines()) == 300  # what was decoded stays printed
-    assert err.decode().strip() == "ripple: interrupted"  # after the newline that ends a terminal's ^C
+    code, out, err = _interrupted(["decode", "-"], tmp_path / "out")
+    assert code == 130
+    assert len(out.splitlines()) == 300  # what was decoded stays printed
+    assert err.strip() == "ripple: interrupted"  # after the newline that ends a terminal's ^C
