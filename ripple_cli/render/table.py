@@ -3,8 +3,9 @@
 Rows are printed in batches of 200 (and, from a live input, at every
 pause) so that a long or live stream shows as it goes.  On a terminal the first batch
 fits the columns to the line (render/columns.py) and later batches keep
-those widths, under one header; in a pipe every cell is whole and a
-column only ever widens.
+those widths, under one header, until a number outgrows its column (seq
+1000 after 999): then the columns are fitted again, under a new header
+(`_refit`); in a pipe every cell is whole and a column only ever widens.
 
 A file's batches are its rows 200 at a time (the last one shorter),
 whatever pauses the reading makes: the layout and the widths are then the
@@ -80,6 +81,7 @@ class TableRenderer:
         self._header_done = False  # the first row is on its way to rich, with the header
         self._drawn_header = False
         self._widths: list[int | None] | None = None
+        self._content: list[int] = []  # on a terminal, each column's widest cell in the batches fitted to
 
     def _columns(self) -> list[Column]:
         # The Community ID is the first to go on a narrow line.
@@ -225,10 +227,28 @@ class TableRenderer:
             self._widths = widths
         elif self._widths is None:  # a terminal: fitted once, on the first batch, kept for one header
             whole = final and len(rows) <= _BATCH  # all the rows there will be: no room kept for more
-            content = plain_widths((texts for texts, _s in rows[:_BATCH]), len(columns))
-            self._widths = fit(columns, content, width, more=not whole)
+            self._content = plain_widths((texts for texts, _s in rows[:_BATCH]), len(columns))
+            self._widths = fit(columns, self._content, width, more=not whole)
+        else:
+            self._refit(columns, rows, width, final)
         self._draw(columns, self._widths, rows)
         self.env.stdout.flush()
+
+    def _refit(self, columns: list[Column], rows: list[Row], width: int, final: bool) -> None:
+        """A later batch with a cell that may not be cut (a number: seq 1000
+        under a column fitted to seq 999) wider than its column: the columns
+        are fitted again, to what every batch held, under a new header, so
+        that every row stays one line.  A cell that may be cut is cut."""
+        assert self._widths is not None
+        content = plain_widths((texts for texts, _s in rows), len(columns))
+        if not any(
+            w is not None and not (c.shrink or c.flex) and n > w
+            for c, w, n in zip(columns, self._widths, content, strict=True)
+        ):
+            return
+        self._content = [max(a, b) for a, b in zip(self._content, content, strict=True)]
+        self._widths = fit(columns, self._content, width, more=not final)
+        self._header_done = self._drawn_header = False
 
     def _draw(self, columns: list[Column], widths: list[int | None], rows: list[Row]) -> None:
         """The rows, under the header the first time: rich draws the header

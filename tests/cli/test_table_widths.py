@@ -330,3 +330,42 @@ def test_an_extra_column_goes_before_any_other_is_cut() -> None:
     assert fit(columns, content, 10 + 30 + 3 + 8 + 6) == [10, 30, 3, 8]  # summary cut: the extra stays
     assert fit(columns, content, 10 + 30 + 3 + 8 + 5) == [10, None, 3, 39]  # name would be cut: the extra goes
     assert fit(columns, content, 20) == [5, None, 3, 8]
+
+
+def _deltas(seqs: range) -> bytes:
+    """A Handshake (seq 1) and Deltas of twenty-character keys, one a seq:
+    the text columns hold enough to leave the numbers no room to spare."""
+    from tests.unit.test_framing import VWAP, delta, handshake
+
+    return handshake(1) + b"".join(delta(seq, VWAP.write_key(b"SYMBOL-%013d" % seq)) for seq in seqs)
+
+
+def test_a_number_outgrowing_its_column_gets_a_new_header_not_a_second_line(tmp_path: Path) -> None:
+    """Fitted to the first batch (seq up to 200), the seq column is three
+    wide; seq 1000 comes in a later batch: the columns are fitted again,
+    under a new header, and every row stays one line whole (it was `100`
+    with the `0` folded onto a line of its own)."""
+    path = tmp_path / "deltas.ripple"
+    path.write_bytes(_deltas(range(2, 1101)))
+    for tty, environ in ((True, {"NO_COLOR": "1"}), (False, {"NO_COLOR": "1", "COLUMNS": "80"})):
+        r = run_cli(["decode", "-F", "table", str(path)], tty=tty, environ=environ, width=80)
+        assert r.code == 0, r.stderr
+        check_lines(r.text, 80)
+        lines = r.text.splitlines()
+        headers = [i for i, line in enumerate(lines) if line.split()[:2] == ["offset", "seq"]]
+        assert headers == [0, 2 + 800], headers  # the batch of rows 801-1000 holds seq 1000
+        assert lines[0].index("seq") + 3 < lines[802].index("seq") + 3  # a column wider by a digit
+        rows = [line.split() for i, line in enumerate(lines) if i not in (0, 1, 802, 803)]
+        assert [row[1] for row in rows] == [str(seq) for seq in range(1, 1101)]
+        offsets = [int(row[0]) for row in rows]
+        assert offsets == sorted(offsets) and len(set(offsets)) == 1100
+
+
+def test_a_piped_table_s_columns_only_widen() -> None:
+    """Without a line to fit, a later batch's wider number widens its
+    column (every cell whole), under the one header."""
+    r = run_cli(["decode", "-F", "table", "-"], stdin=_deltas(range(2, 1101)))
+    assert r.code == 0, r.stderr
+    lines = r.text.splitlines()
+    assert len(lines) == 2 + 1100 and lines[0].startswith("offset")
+    assert [line.split()[1] for line in lines[2:]] == [str(seq) for seq in range(1, 1101)]

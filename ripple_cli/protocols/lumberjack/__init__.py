@@ -35,7 +35,7 @@ STREAM_KINDS: Mapping[str, str] = {
     "bad_length": "a J or C length, or D pairs, above --max-payload",
     "truncated": "the stream ends inside a frame",
     "gap": "bytes missing from the stream (a capture hole)",
-    "bad_json": "a J payload that is not valid JSON (the frame is still shown)",
+    "bad_json": "a J payload that is not valid JSON, or with a number past a double's range (the frame is shown)",
     "event_limit": "a J payload whose parsed form would take more than 128 MiB (shown as its bytes, not parsed)",
     "bad_zlib": "a C payload that is not a whole, clean zlib stream",
     "inflate_limit": "a C frame inflating to more than --max-inflate, holding too many frames, or nested too deep",

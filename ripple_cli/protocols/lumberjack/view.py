@@ -14,6 +14,7 @@ and `in_compressed` on every frame found inside a `C` frame.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -70,7 +71,18 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)  # one for all payloads: building one costs
+def _finite_float(text: str) -> float:
+    """A JSON number as a double, as the Beats and Logstash readers hold it;
+    one past the double's range (1e400) has no value there, nor in ripple's
+    JSON output, which is strict: refused, as RCP's payloads refuse it."""
+    x = float(text)
+    if math.isinf(x):
+        raise ValueError(f"number {text[:40]} out of range")
+    return x
+
+
+# One for all payloads: building one costs.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def data_event(frame: Data) -> dict[str, Any]:

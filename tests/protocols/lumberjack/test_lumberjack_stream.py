@@ -4,8 +4,10 @@ capture holes and resync, detection, and the encoder's errors."""
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 import zlib
+from pathlib import Path
 
 import pytest
 from ljkit import DISSECTOR, GOLDEN, A, C, D, J, W, decode, events, u32
@@ -15,6 +17,7 @@ from ripple_cli.protocols.base import DEFAULT_MAX_INFLATE, Detection, DissectOpt
 from ripple_cli.protocols.lumberjack import detect
 from ripple_cli.protocols.lumberjack.stream import MAX_INNER_FRAMES, MAX_NESTING, LumberjackStream
 from ripple_cli.sexp.parse import parse_one
+from tests.conftest import run_cli
 from tests.protocols.dissector_kit import bytewise, kinds, messages, problems, read_hex
 
 # ---------------------------------------------------------------- frames arriving in pieces
@@ -212,6 +215,10 @@ def test_json_payloads_are_parsed_strictly() -> None:
         b"[" * 100_000: "nested too deeply to parse",
         b'"\\udc00"': "a \\u escape gives a lone surrogate",
         b'"\\ud83d\\ude00"': None,  # a surrogate pair is one character
+        # JSON's grammar, past a double's range: no value to show (JSON output was exit 70)
+        b'{"x":1e400}': "number 1e400 out of range",
+        b"[1,[-1e999]]": "number -1e999 out of range",
+        b"[1e308, 4.9e-324, 1e-400]": None,  # the largest, the least, and an underflow to 0.0
     }
     for payload, why in cases.items():
         items = decode(J(1, payload))
@@ -223,6 +230,20 @@ def test_json_payloads_are_parsed_strictly() -> None:
             assert [p.detail for p in problems(items)] == [f"J frame seq 1: invalid JSON: {why}"], payload
             assert msg.fields["event"] is None and "payload" in msg.fields
     assert events(decode(J(1, b'"\\ud83d\\ude00"'))) == [(1, "\U0001f600")]
+
+
+def test_a_number_past_a_double_s_range_is_bad_json_in_every_format(tmp_path: Path) -> None:
+    """The frame and the problem, in JSON too (it was an internal error,
+    exit 70, and everything after the frame lost)."""
+    path = tmp_path / "inf.lj"
+    path.write_bytes(W(2) + J(1, b'{"x":1e400}') + J(2, b'{"x":1}'))
+    for form in ("jsonl", "json", "sexp", "table"):
+        r = run_cli(["decode", "-P", "lumberjack", "-F", form, str(path)])
+        assert r.code == 1, (form, r.stderr)
+        assert "J frame seq 1: invalid JSON: number 1e400 out of range" in r.text + r.stderr, form
+    r = run_cli(["decode", "-P", "lumberjack", "-F", "jsonl", str(path)])
+    rows = [json.loads(line) for line in r.text.splitlines()]
+    assert [row.get("event", "-") for row in rows if "type" in row] == ["-", None, {"x": 1}]
 
 
 # ---------------------------------------------------------------- detection
