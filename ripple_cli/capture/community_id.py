@@ -37,6 +37,10 @@ def _address(host: str) -> bytes:
     return socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host)
 
 
+def _mapped(address: bytes) -> bytes:
+    return b"\0" * 10 + b"\xff\xff" + address if len(address) == 4 else address
+
+
 @lru_cache(maxsize=4096)
 def community_id(a: Endpoint, b: Endpoint, seed: int = 0, proto: int = TCP) -> str:
     """The Community ID of the flow between `a` and `b` (either order)."""
@@ -44,7 +48,9 @@ def community_id(a: Endpoint, b: Endpoint, seed: int = 0, proto: int = TCP) -> s
         raise ValueError(f"Community ID seed {seed} is not in 0..{SEED_MAX}")
     sa, da = _address(a.host), _address(b.host)
     if len(sa) != len(da):
-        raise ValueError(f"Community ID of {a} and {b}: one IPv4 and one IPv6 address")
+        # Only the tap's proxy pairs families (an IPv6 client, an IPv4
+        # upstream): the IPv4 one as IPv4-mapped IPv6, as its recording (-w) writes it.
+        sa, da = _mapped(sa), _mapped(da)
     sp, dp = a.port, b.port
     if (da, dp) < (sa, sp):  # the smaller endpoint first: one ID for both directions
         sa, da, sp, dp = da, sa, dp, sp

@@ -35,6 +35,7 @@ _SETTLE_MAX = 2.0
 _KERNEL_BUFFER_KIB = 65536  # tcpdump -B: room for bursts while ripple catches up
 _PCAP_NS_HEADER = bytes.fromhex("4d3cb2a1")  # little-endian, nanosecond timestamps
 _RECORD = struct.Struct("<IIII")
+_LINKTYPE_ETHERNET = 1  # the header of a capture with no packet: any link type reads as empty
 _DROPPED = re.compile(r"(\d+) packets? dropped by (kernel|interface)")
 
 
@@ -72,6 +73,8 @@ def _pcap_bytes(
             yield _PCAP_NS_HEADER + struct.pack("<HHiIII", 2, 4, 0, 0, 262144, linktype)
         sec, ns = divmod(time_ns, 1_000_000_000)
         yield _RECORD.pack(sec, ns, len(data), len(data)) + data
+    if not started:  # no packet before the end (a quiet interface, tcpdump killed): an empty capture, not "no magic"
+        yield _PCAP_NS_HEADER + struct.pack("<HHiIII", 2, 4, 0, 0, 262144, _LINKTYPE_ETHERNET)
 
 
 class SniffSource:
@@ -135,9 +138,30 @@ class SniffSource:
             return InputUnreadable(
                 f"tap: cannot capture on {self.interface}: permission denied (sniffing needs root or CAP_NET_RAW)"
             )
-        if "filter" in low or "syntax error" in low:
+        if "filter" in low or "syntax error" in low or self._filter_at_fault():
             return UsageProblem(f"tap: -f: tcpdump cannot use the filter {self.expression!r}: {text}")
         return InputUnreadable(f"tap: cannot capture on {self.interface}: {text}")
+
+    def _filter_at_fault(self) -> bool:
+        """tcpdump failed before it listened: the interface, or the filter?
+        Its words for a filter are many (`illegal port number`, `unknown
+        host`, `bogus ethernet address`); the interface compiling an empty
+        filter (-d: compile, print, exit) says which, for any of them."""
+        exe = shutil.which("tcpdump")
+        if exe is None or not self.expression.strip():
+            return False
+        try:
+            probe = subprocess.run(
+                [exe, "-i", self.interface, "-d"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=_START_WAIT,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return probe.returncode == 0
 
     def events(self, packet: Callable[[Packet], None] | None = None) -> Iterator[CaptureEvent]:
         proc = self._proc
@@ -159,10 +183,18 @@ class SniffSource:
             return
         self._stderr_done.wait(_STOP_WAIT)
         if code != 0 and not self._stopped:
-            last = next((ln for ln in reversed(self._stderr) if ln.startswith("tcpdump:")), f"exit status {code}")
-            yield CaptureNote(
-                None, time.time_ns(), "tcpdump_failed", f"tcpdump stopped: {last.removeprefix('tcpdump: ')}", True
-            )
+            yield CaptureNote(None, time.time_ns(), "tcpdump_failed", f"tcpdump stopped: {self._why(code)}", True)
+
+    def _why(self, code: int) -> str:
+        """Why tcpdump ended: the signal that killed it, or its last error
+        line (not its banner, `listening on ...`), or its exit status."""
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        said = (ln.removeprefix("tcpdump: ") for ln in reversed(self._stderr) if ln.startswith("tcpdump:"))
+        return next((ln for ln in said if not ln.startswith("listening on")), f"exit status {code}")
 
     def _frames(self, f: BinaryIO) -> Iterator[tuple[int, int, bytes] | CaptureNote]:
         for item in read_pcap(f):

@@ -325,18 +325,44 @@ def test_replay_rates_are_bounded() -> None:
     _usage_error([*replay, "--pps", "1e-300"], "Invalid value for '--pps': 1e-300 is not in the range x>=1e-06.")
 
 
-def test_replay_renumbering_past_the_largest_sequence_no_is_one_line() -> None:
+def test_replay_renumbering_past_the_largest_sequence_no_is_one_line_before_connecting() -> None:
+    """Refused before any connection (port 1 would be exit 3): no consumer
+    is left holding a Handshake and part of the stream."""
+    start = (1 << 62) - 1
+    args = ["replay", str(EXAMPLES / "demo.ripple"), "--to", "127.0.0.1:1", "-t"]
+    r = run_cli([*args, "--renumber", "--renumber-from", str(start)])
+    assert r.code == 2
+    assert r.stderr == (
+        f"ripple: --renumber-from {start}: a Delta sequence_no would pass {start}, the largest it holds, "
+        "after 1 Deltas of one output\n"
+    )
+
+
+def test_replay_renumbering_to_the_largest_sequence_no() -> None:
+    """Room for the demo's 90 vwap Deltas: the last is numbered 2^62-1;
+    twice over (--loop 2) is refused before connecting."""
+    from ripple_cli.codec.messages import DeltaMode, DeltaMsg
+    from ripple_cli.protocols.ripple.decoder import StreamDecoder
+    from ripple_cli.protocols.ripple.message import Message
     from tests.replay.consumer import Consumer
 
-    start = (1 << 62) - 1
+    start = (1 << 62) - 90
+    args = ["replay", str(EXAMPLES / "demo.ripple"), "-t", "--renumber", "--renumber-from", str(start)]
     with Consumer() as c:
-        args = ["replay", str(EXAMPLES / "demo.ripple"), "--to", c.address, "-t"]
-        r = run_cli([*args, "--renumber", "--renumber-from", str(start)])
-    assert r.code == 2
-    assert r.stderr.splitlines()[-1] == (
-        f"ripple: --renumber-from {start}: a Delta sequence_no would pass {start}, the largest it holds, "
-        "after 1 Deltas of one output"
-    )
+        r = run_cli([*args, "--to", c.address])
+    assert r.code == 0, r.stderr
+    got = [
+        e for e in StreamDecoder(None, DeltaMode.RAW).feed(b"".join(c.received[0].envelopes)) if isinstance(e, Message)
+    ]
+    vwap = [m.body.sequence_no for m in got if isinstance(m.body, DeltaMsg) and m.body.source_output == b"vwap"]
+    assert vwap == list(range(start, 1 << 62))
+    r = run_cli([*args, "--to", "127.0.0.1:1", "--loop", "2"])
+    assert r.code == 2 and "after 90 Deltas of one output" in r.stderr
+
+
+def test_replay_renumber_from_needs_renumber() -> None:
+    r = run_cli(["replay", str(EXAMPLES / "demo.ripple"), "--to", "127.0.0.1:1", "--renumber-from", "5"])
+    assert (r.code, r.stderr) == (2, "ripple: --renumber-from 5: give --renumber too (it numbers from N)\n")
 
 
 def test_a_gap_of_centuries_in_the_timestamps_waits_an_hour_at_a_time() -> None:

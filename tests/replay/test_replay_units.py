@@ -127,3 +127,38 @@ def test_renumber_from_a_start() -> None:
     assert [m.frame.seq for m in again] == list(range(1_000_000, 1_000_020))
     vwap = [m.body.sequence_no for m in again if isinstance(m.body, DeltaMsg) and m.body.source_output == b"vwap"]
     assert vwap == list(range(1_000_000, 1_000_000 + len(vwap))) and vwap
+
+
+def _demo_recording() -> Recording:
+    data = (EXAMPLES / "demo.ripple").read_bytes()
+    msgs = messages(data)
+    return Recording("demo", None, [Recorded(frame_bytes(m.frame), m.frame.time_ns) for m in msgs])
+
+
+def test_the_room_renumbering_needs_is_checked_before_anything_is_sent() -> None:
+    """The demo: a Handshake and 299 messages, of which 90 vwap Deltas
+    (the most of one output), the first at body index 1."""
+    from ripple_cli.codec.binprot import INT_MAX
+    from ripple_cli.errors import UsageProblem
+    from ripple_cli.replay.renumber import check_room
+
+    rec = _demo_recording()
+    assert len(rec.body) == 299
+    bodies = [messages(m.data)[0].body for m in rec.body]
+    vwap = [i for i, b in enumerate(bodies) if isinstance(b, DeltaMsg) and b.source_output == b"vwap"]
+    assert len(vwap) == 90
+    start = INT_MAX - 89  # room for 90
+    check_room(start, [rec], loops=1, limit=None)
+    check_room(start, [rec, rec], loops=1, limit=None)  # each connection numbers from the start
+    with pytest.raises(UsageProblem, match=r"would pass 4611686018427387903, .* after 90 Deltas of one output"):
+        check_room(start, [rec], loops=2, limit=None)
+    # --limit counts the Handshake and stops the second pass before its first vwap Delta
+    check_room(start, [rec], loops=2, limit=1 + 299 + vwap[0])
+    with pytest.raises(UsageProblem):
+        check_room(start, [rec], loops=2, limit=1 + 299 + vwap[0] + 1)
+    # the limit spent on the first connection: the second sends nothing
+    check_room(start, [rec, rec], loops=2, limit=1 + 299 + vwap[0])
+    # room for 89: the first pass stopped before its 90th vwap Delta
+    check_room(start + 1, [rec], loops=1, limit=1 + vwap[89])
+    with pytest.raises(UsageProblem, match="after 89 Deltas"):
+        check_room(start + 1, [rec], loops=1, limit=1 + vwap[89] + 1)

@@ -209,6 +209,41 @@ def test_ipv6_proxy_and_its_capture(tmp_path: Path) -> None:
     assert data == DEMO + DEMO
 
 
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+def test_an_ipv6_client_of_an_ipv4_upstream_has_a_community_id(tmp_path: Path) -> None:
+    """`--listen :PORT` takes IPv6 clients whatever the upstream's family:
+    the JSON rows' Community ID is that of the recording's flow, the IPv4
+    address IPv4-mapped (it was an internal error, exit 70, at the first
+    such connection)."""
+    srv = listener("127.0.0.1")
+    port = srv.getsockname()[1]
+
+    def sink() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            while conn.recv(65536):
+                pass
+
+    import threading
+
+    threading.Thread(target=sink, daemon=True).start()
+    cap = tmp_path / "mixed.pcapng"
+    args = ["--listen", "[::1]:0", "--upstream", f"127.0.0.1:{port}", "-F", "jsonl", "-w", str(cap)]
+    with run_tap(args, tmp_path, ready="ripple: tap: listening on [::1]:") as tap:
+        tap_port = int(tap.stderr().split("listening on [::1]:")[1].split(",")[0])
+        with socket.create_connection(("::1", tap_port)) as c:
+            c.sendall(DEMO)
+            c.shutdown(socket.SHUT_WR)
+            c.recv(1)
+        assert tap.interrupt() == 130
+    live_rows = [json.loads(line) for line in tap.stdout().splitlines()]
+    assert len([row for row in live_rows if "type" in row]) == 300
+    ids = {row["community_id"] for row in live_rows}
+    assert len(ids) == 1 and next(iter(ids)).startswith("1:")
+    r = run_cli(["decode", "-F", "jsonl", str(cap)])
+    assert {json.loads(line)["community_id"] for line in r.text.splitlines()} == ids
+
+
 def _nice_of(pid: int, tid: int) -> int:
     fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[16])  # field 19 of proc(5)

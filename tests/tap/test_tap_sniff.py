@@ -3,9 +3,11 @@ interface (root needed: CI runs as root; skipped otherwise)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -122,6 +124,51 @@ def test_sniffing_errors() -> None:
     assert r.returncode == 3 and r.stderr.startswith("ripple: tap: cannot capture on nosuchif0: ")
     r = tap("-i", "lo", "-f", "port ((( nonsense")
     assert r.returncode == 2 and r.stderr.startswith("ripple: tap: -f: tcpdump cannot use the filter")
+    # Filters tcpdump's grammar takes and its compiler refuses, each in words of its own (they were exit 3).
+    for expression, words in [
+        ("port 99999999", "illegal port number 99999999 > 65535"),
+        ("host nosuchhost.invalid", "unknown host 'nosuchhost.invalid'"),
+        ("ether host 1:2:3", "bogus ethernet address"),
+    ]:
+        r = tap("-i", "lo", "-f", expression)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.startswith(f"ripple: tap: -f: tcpdump cannot use the filter {expression!r}: {words}")
+        assert len(r.stderr.splitlines()) == 1
     r = tap("-i", "lo", env={**os.environ, "PATH": "/nonexistent"})
     assert r.returncode == 3 and r.stderr.startswith("ripple: tap: tcpdump is not installed")
     assert len(r.stderr.splitlines()) == 1
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@needs_root
+@needs_tcpdump
+def test_a_quiet_interface_is_an_empty_capture_not_a_problem(tmp_path: Path) -> None:
+    """No packet before Ctrl-C: nothing to show and nothing wrong (it was
+    `error: lo is not a pcap or pcapng file (no magic)`, exit 1's problem)."""
+    with run_tap(["-i", "lo", "--port", str(_free_port()), "-F", "jsonl"], tmp_path) as tap:
+        assert tap.interrupt() == 130
+    assert tap.stdout() == b""
+    assert tap.final_stderr().splitlines()[-1].startswith("ripple: tap: 0 connections, 0 messages, 0 problems;")
+
+
+@needs_root
+@needs_tcpdump
+def test_tcpdump_killed_is_said_so(tmp_path: Path) -> None:
+    """tcpdump dies under the tap (killed, here): one note that says how,
+    not tcpdump's banner, and no second problem about the capture."""
+    with run_tap(["-i", "lo", "--port", str(_free_port()), "-F", "jsonl"], tmp_path) as tap:
+        children = Path(f"/proc/{tap.proc.pid}/task/{tap.proc.pid}/children").read_text().split()
+        (tcpdump,) = [int(pid) for pid in children if Path(f"/proc/{pid}/comm").read_text().strip() == "tcpdump"]
+        os.kill(tcpdump, signal.SIGKILL)
+        assert tap.proc.wait(60) == 1
+    (row,) = [json.loads(line) for line in tap.stdout().splitlines()]
+    assert row["problem"]["kind"] == "tcpdump_failed"
+    assert row["problem"]["detail"] == "tcpdump stopped: killed by SIGKILL"
+    assert tap.final_stderr().splitlines()[-1].startswith("ripple: tap: 0 connections, 0 messages, 1 problem;")

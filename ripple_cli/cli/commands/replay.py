@@ -30,6 +30,7 @@ from ripple_cli.flow.inputs import Inputs
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.render.base import problem_text
 from ripple_cli.replay.address import HostPort, address_text
+from ripple_cli.replay.renumber import check_room
 from ripple_cli.replay.run import ReplayOptions
 from ripple_cli.replay.run import replay as run_replay
 from ripple_cli.replay.schedule import Mode, Pacing
@@ -55,7 +56,7 @@ class Sending:
     loops: int
     limit: int | None
     renumber: bool
-    renumber_from: int
+    renumber_from: int | None
     handshake_timeout: float
     handshake: str = "wait"
 
@@ -127,11 +128,9 @@ MIN_RATE = 1e-6
 @click.option(
     "--renumber-from",
     type=click.IntRange(min=1, max=(1 << 62) - 1),
-    default=1,
-    show_default=True,
     metavar="N",
-    help="With --renumber, the first number. For a worker that remembers the last sequence_no applied "
-    "across runs, start above it, e.g. --renumber-from $(date +%s%N).",
+    help="With --renumber, the first number (default 1). For a worker that remembers the last sequence_no "
+    "applied across runs, start above it, e.g. --renumber-from $(date +%s%N).",
 )
 @click.option(
     "--handshake-timeout",
@@ -187,6 +186,8 @@ def replay(
     """
     if (to is None) == (listen is None):
         raise UsageProblem("give one of --to HOST:PORT (connect) or --listen HOST:PORT (wait for a consumer)")
+    if sending.renumber_from is not None and not sending.renumber:
+        raise UsageProblem(f"--renumber-from {sending.renumber_from}: give --renumber too (it numbers from N)")
     name = display_name(source)
     source_problems = 0
 
@@ -212,6 +213,8 @@ def replay(
         where = f"stream {stream_id}" if stream_id else "the client-to-server direction of any connection"
         raise InvalidInput(f"{name}: nothing to replay: no whole Ripple envelope in {where}")
 
+    if sending.renumber:
+        check_room(sending.renumber_from or 1, recordings, sending.loops, sending.limit)
     peer = address_text(*(to or listen))  # type: ignore[misc]
     pacing = timing.pacing
     stats = ReplayStats(peer, pacing.describe(), pacing.paced, skipped=source_problems)
@@ -254,7 +257,7 @@ def _options(
         s.renumber,
         s.handshake_timeout,
         max_payload,
-        s.renumber_from,
+        s.renumber_from or 1,
         wait_answer=s.handshake == "wait",
     )
 
