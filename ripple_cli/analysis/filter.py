@@ -294,10 +294,11 @@ def _lex(text: str) -> list[_Token]:
             i = end
         elif _is_word_char(c):
             j = i
-            while j < n and _is_word_char(text[j]):
+            # A prime inside a word: OCaml's field names take one (`price'`).
+            while j < n and (_is_word_char(text[j]) or text[j] == "'"):
                 j += 1
             if j - i == 1 and c == "r" and text[j : j + 1] == '"':
-                value, end = _string(text, j, raw=True)
+                value, end = _string(text, j, raw=True, start=i)
                 out.append(_Token("string", value, col, text[i:end]))
                 i = end
                 continue
@@ -321,16 +322,16 @@ def _show_char(c: str) -> str:
     return f"'{c}'" if c.isprintable() else f"U+{ord(c):04X}"
 
 
-def _string(text: str, quote: int, raw: bool) -> tuple[str, int]:
+def _string(text: str, quote: int, raw: bool, start: int | None = None) -> tuple[str, int]:
     """The string whose opening quote is at `quote`: its text and the index
     after its closing quote.  `\\xHH` is the byte HH: the text is normalized
     so that it compares alike with bytes (as UTF-8, surrogateescape) and
-    with decoded text."""
+    with decoded text.  `start`: where it begins (the `r` of a raw string)."""
     parts: list[str] = []
     i, n = quote + 1, len(text)
     while True:
         if i >= n:
-            raise FilterError("unterminated string", quote + 1)
+            raise FilterError("unterminated string", (quote if start is None else start) + 1)
         c = text[i]
         if c == '"':
             break
@@ -635,7 +636,9 @@ def _negate(p: Predicate) -> Predicate:
 # ------------------------------------------------------------------ parser
 
 _COMPARISONS = frozenset(_COMPARE)
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+# Names as OCaml spells its record fields: a letter or `_` first, then
+# letters, digits, `_` and primes (`price'`); letters beyond ASCII too.
+_IDENT_RE = re.compile(r"[^\W\d][\w']*(?:\.[^\W\d][\w']*)*\Z")
 
 
 def _suggest(word: str, candidates: Iterable[str]) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 
 def main() -> Any:
@@ -23,4 +23,34 @@ def main() -> Any:
     finally:
         gc.freeze()
         gc.enable()
-    return run()
+    try:
+        return run()
+    except SystemExit as e:
+        if "pyarrow" in sys.modules:
+            _leave(e.code if isinstance(e.code, int) else 0)
+        raise
+
+
+def _leave(code: int) -> NoReturn:
+    """The end of a run that loaded pyarrow, its work done: Python's own
+    shutdown (its threads joined, its exit handlers run, stdio flushed),
+    then out before C++'s static destructors.  Those tear down pyarrow's
+    thread pools, where a thread still joinable now and then aborts a run
+    that did all its work: "terminate called without an active
+    exception", exit 134 (apache/arrow#34314; seen in this project's CI on
+    `export --tables`, local files only)."""
+    import atexit
+    import os
+    import threading
+
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon:
+            t.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass  # said already by the command (<stdout>: cannot write), or closed
+    os._exit(code)

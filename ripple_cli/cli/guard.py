@@ -48,11 +48,26 @@ def _quiet_broken_pipe() -> NoReturn:
     sys.exit(EXIT_BROKEN_PIPE)
 
 
+def _usage_line(e: click.UsageError, prog: str) -> str:
+    """A bad command line in one line, as every other error: Click's own
+    form is four (its usage, a hint, a blank line, the error).  `ripple:
+    decode: Invalid value for '--count' / '-c': -1 is not in the range
+    x>=0. (see 'ripple decode --help')`."""
+    path = e.ctx.command_path if e.ctx is not None else prog
+    command = path.partition(" ")[2]
+    where = f"{prog}: {command}: " if command else f"{prog}: "
+    hint = f" (see '{path} --help')" if e.ctx is not None else ""
+    return where + e.format_message() + hint
+
+
 def run_guarded(main: Callable[[], int | None], stderr: TextIO | None = None, prog: str = "ripple") -> NoReturn:
     err = stderr or sys.stderr
     try:
         code = main()
     except click.exceptions.Exit as e:
+        code = e.exit_code
+    except click.UsageError as e:
+        _stderr_line(err, _usage_line(e, prog))
         code = e.exit_code
     except click.ClickException as e:
         e.show(file=err)

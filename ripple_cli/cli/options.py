@@ -177,7 +177,7 @@ class MessageTypeName(click.ParamType):  # type: ignore[type-arg]
         import difflib
 
         close = difflib.get_close_matches(str(value), known, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else f" (Ripple's: {', '.join(TAG_BY_NAME)})"
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (Ripple's: {', '.join(TAG_BY_NAME)}, Unknown)"
         self.fail(f"{value!r} is not a message type of any protocol{hint}", param, ctx)
 
 

@@ -202,3 +202,34 @@ def test_an_update_that_names_two_fields_is_refused() -> None:
         "ripple: <stdin>: line 2: msg.Delta.delta.Patch[0]: Price updates price and Price of p/v1 alike: "
         "the text cannot say which\n",
     )
+
+
+def test_type_unknown_selects_the_messages_of_an_unknown_tag() -> None:
+    """`--type Unknown` as `-Y 'type == Unknown'`: the message whose tag
+    ripple does not know, on both lanes; a bad type name lists it."""
+    from tests.unit.test_framing import heartbeat, raw_envelope
+
+    data = heartbeat(1) + raw_envelope(9, 2, b"\x01\x02") + heartbeat(3)
+    for environ in ({"NO_COLOR": "1"}, {"NO_COLOR": "1", "RIPPLE_PURE": "1"}):
+        by_type = run_cli(["decode", "--type", "unknown", "-"], stdin=data, environ=environ)
+        by_filter = run_cli(["decode", "-Y", "type == Unknown", "-"], stdin=data, environ=environ)
+        assert by_type.code == 0 and by_type.stdout == by_filter.stdout
+        assert by_type.stdout.count(b"\n") == 1 and b"(seq 2)" in by_type.stdout and b"Unknown" in by_type.stdout
+    r = run_cli(["decode", "--type", "Bogus", "-"], stdin=data)
+    assert r.code == 2 and "Heartbeat, Schema_negotiation, Unknown) (see " in r.stderr
+
+
+def test_y_reaches_row_fields_named_as_ocaml_names_them() -> None:
+    """A prime (`px'`) and letters beyond ASCII (`café`): OCaml record field
+    names that -Y could not address ("unexpected character")."""
+    fields = b'((name px\')(typ Int)(default()))((name "caf\\195\\169")(typ Int)(default()))'
+    stream = run_cli(["encode"], stdin=_ONE_FIELD % (fields, b"\\001\\001\\000\\004"))
+    assert stream.code == 0, stream.stderr
+    for expression, selected in [
+        ("field.px' == 4", 1),
+        ("field.px' != 4", 0),
+        ("field.café", 0),  # the Patch updates px' only
+        ("type == Delta and not field.café", 1),
+    ]:
+        r = run_cli(["decode", "-Y", expression, "-"], stdin=stream.stdout)
+        assert (r.code, r.stdout.count(b"\n")) == (0, selected), (expression, r.stderr)

@@ -202,6 +202,25 @@ def test_connection_refused_is_exit_3_once_the_timeout_has_passed() -> None:
     assert r.stderr == f"ripple: cannot connect to 127.0.0.1:{port}: connection refused (for 0.3 s)\n"
 
 
+def test_the_json_report_comes_after_a_refusal_or_a_failed_connection_too() -> None:
+    """-F json: one object on stdout whatever the end, `stopped` saying why
+    (it was an empty stdout), beside the same line on stderr."""
+    with Consumer(how=Behaviour(ok=False, errors=("no",))) as c:
+        r = replay(c, "-t", "-F", "json")
+    assert r.code == 1
+    doc = json.loads(r.stdout)
+    assert (doc["messages"], doc["complete"]) == (1, False)
+    assert doc["stopped"] == "schemas refused"
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        port = s.getsockname()[1]
+    r = run_cli(["replay", str(DEMO_PATH), "--to", f"127.0.0.1:{port}", "--handshake-timeout", "0.3", "-F", "json"])
+    assert r.code == 3
+    doc = json.loads(r.stdout)
+    assert (doc["connections"], doc["messages"], doc["complete"]) == (0, 0, False)
+    assert doc["stopped"] == f"cannot connect to 127.0.0.1:{port}: connection refused (for 0.3 s)"
+    assert r.stderr == f"ripple: {doc['stopped']}\n"
+
+
 def test_a_consumer_that_starts_listening_late_is_waited_for() -> None:
     """A consumer started beside the replay refuses until it listens: the
     replay tries again until --handshake-timeout."""

@@ -46,6 +46,13 @@ def _tap(*args: str) -> subprocess.CompletedProcess[str]:
         (["--listen", "nonsense", "--upstream", "127.0.0.1:1"], "'nonsense' is not HOST:PORT"),
         (["--listen", "::1:9000", "--upstream", "127.0.0.1:1"], "write an IPv6 address in brackets"),
         (["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "-Y", "type =="], "-Y:"),
+        # Options of the other mode: refused, not silently ignored.
+        (
+            ["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--max-flows", "5", "--reassembly-window", "1M"],
+            "--max-flows and --reassembly-window apply to sniffing (-i), whose packets are reassembled; "
+            "a proxy has --max-connections",
+        ),
+        (["-i", "lo", "--max-connections", "5"], "--max-connections applies to the proxy (--listen)"),
     ],
 )
 def test_usage_errors_are_exit_2(args: list[str], message: str) -> None:

@@ -233,10 +233,12 @@ def replay(
         stats.interrupted = True
         _report(env, stats, fmt)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
-    except RippleError:
-        # The report only when something was streamed: a refused connection
-        # or Handshake is said in one line.
-        if stats.streamed:
+    except RippleError as e:
+        # The text report only when something was streamed: a refused
+        # connection or Handshake is said in one line.  The JSON report
+        # always, with why it stopped: a script reading it gets an object.
+        if stats.streamed or fmt == "json":
+            stats.stopped = stats.stopped or e.message
             _report(env, stats, fmt)
         raise
     finally:

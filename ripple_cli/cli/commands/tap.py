@@ -217,16 +217,33 @@ def tap(
     return code
 
 
+def _given(*names: str) -> list[str]:
+    """Which of these options the command line gave: their defaults say nothing."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return []
+    line = click.core.ParameterSource.COMMANDLINE
+    return ["--" + n.replace("_", "-") for n in names if ctx.get_parameter_source(n) is line]
+
+
 def _source(place: Place, inputs: Inputs, buffer: int) -> Source:
     p = place
     if p.interface is not None:
         if p.listen is not None or p.upstream is not None:
             raise UsageProblem("-i sniffs; --listen and --upstream proxy: choose one")
+        if given := _given("max_connections"):
+            raise UsageProblem(f"{given[0]} applies to the proxy (--listen); sniffing (-i) has --max-flows")
         return SniffSource(p.interface, p.bpf, inputs.ports, inputs.max_flows, inputs.reassembly_window)
     if p.listen is None or p.upstream is None:
         raise UsageProblem("give --listen HOST:PORT and --upstream HOST:PORT (proxy), or -i IFACE (sniff)")
     if p.bpf is not None or inputs.ports:
         raise UsageProblem("-f and --port apply to sniffing (-i); a proxy sees only its own connections")
+    if given := _given("max_flows", "reassembly_window"):
+        raise UsageProblem(
+            f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to sniffing (-i), "
+            "whose packets are reassembled; "
+            "a proxy has --max-connections"
+        )
     if p.upstream.host is None:
         raise UsageProblem("--upstream needs a host: HOST:PORT")
     return ProxySource(p.listen, p.upstream, p.max_connections, buffer)

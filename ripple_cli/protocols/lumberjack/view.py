@@ -20,6 +20,7 @@ from typing import Any
 
 from ripple_cli.protocols.base import json_bytes
 from ripple_cli.protocols.lumberjack.wire import Ack, Compressed, Data, Json, LumberjackFrame, Window
+from ripple_cli.sexp.atoms import escape_text
 
 SUMMARY_WIDTH = 100
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -132,7 +133,6 @@ def summary_of(frame: LumberjackFrame, fields: dict[str, Any]) -> str:
 
 
 def _short(b: bytes) -> str:
-    text = b[: SUMMARY_WIDTH + 1].decode("utf-8", "backslashreplace")
-    if text.isprintable():  # the usual case, checked at C speed
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """The start of a field, escaped as the sexp form and every table
+    escape it (ESC as \\027, a byte that is not UTF-8 as \\255)."""
+    return escape_text(b[: SUMMARY_WIDTH + 1].decode("utf-8", "surrogateescape"))

@@ -172,7 +172,9 @@ def parse(payload: bytes) -> Parsed:
     except _Reject as e:
         return Parsed(False, notes=[Note("bad_json", f"payload is not JSON: {e}")])
     except json.JSONDecodeError as e:
-        return Parsed(False, notes=[Note("bad_json", f"payload is not JSON: {e.msg} at character {e.pos}")])
+        # "Invalid control character at": Python's message ends with the "at" already
+        where = f"character {e.pos}" if e.msg.endswith(" at") else f"at character {e.pos}"
+        return Parsed(False, notes=[Note("bad_json", f"payload is not JSON: {e.msg} {where}")])
     except RecursionError:
         return Parsed(False, notes=[Note("bad_json", f"payload is not JSON: nested deeper than {MAX_DEPTH} levels")])
     except ValueError as e:  # an integer with too many digits for Python's int()

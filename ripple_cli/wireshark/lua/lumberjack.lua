@@ -63,11 +63,13 @@ local windows, last_window, consumed = {}, {}, {}
 -- What ripple's table shows (protocols/lumberjack/view.py summary_of).
 
 local WIDTH = 100
-local CONTROL = { ["\t"] = "\\t", ["\n"] = "\\n", ["\r"] = "\\r" }
+-- OCaml's String.escaped for the ASCII controls, as the sexp form (sexp/atoms.py).
+local CONTROL = { [8] = "\\b", [9] = "\\t", [10] = "\\n", [13] = "\\r" }
 
--- The characters of UTF-8 text as Python's backslashreplace decoding and
--- repr() show them: a byte that is not UTF-8 is "\xNN", a character that
--- does not print its escape.
+-- The characters of UTF-8 text as ripple's escape_text shows them (every
+-- table and the sexp form): a byte that is not UTF-8 is "\ddd", an ASCII
+-- control OCaml's escape ("\027"), another character that does not print
+-- "\u{XXXX}".
 local function chars(s)
     local out, i = {}, 1
     while i <= #s do
@@ -83,13 +85,13 @@ local function chars(s)
             if code < least or code > 0x10FFFF or (code >= 0xD800 and code <= 0xDFFF) then ch = nil end
         end
         if ch == nil then
-            out[#out + 1] = string.format("\\x%02x", c)
+            out[#out + 1] = string.format("\\%03d", c)
             i = i + 1
         else
             if n == 1 and (c < 0x20 or c == 0x7F) then
-                ch = CONTROL[ch] or string.format("\\x%02x", c)
+                ch = CONTROL[c] or string.format("\\%03d", c)
             elseif n > 1 and unprintable(code) then
-                ch = code < 0x100 and string.format("\\x%02x", code) or string.format("\\u%04x", code)
+                ch = string.format("\\u{%04X}", code)
             end
             out[#out + 1] = ch
             i = i + n

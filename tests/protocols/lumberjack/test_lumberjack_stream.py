@@ -325,3 +325,16 @@ def test_after_damage_marks_the_frame_of_the_stream_not_the_frames_inside() -> N
         ("Compressed", True),
         ("Json", None),
     ]
+
+
+def test_the_table_escapes_pairs_as_the_sexp_form_does(tmp_path: Path) -> None:
+    """ESC, BEL, C1 and bytes that are not UTF-8 in a D pair: `\\027`,
+    `\\007`, `\\155`, `\\255`, as Ripple's cells and the sexp form show
+    them (it was Python's `\\x1b`)."""
+    path = tmp_path / "ctrl.lj"
+    path.write_bytes(W(1, b"1") + D(1, [(b"k\x1b[2J", b"v\x07"), (b"\xff", b"x\x9b31m")]))
+    r = run_cli(["decode", "-P", "lumberjack", "-F", "table", str(path)])
+    assert r.code == 0, r.stderr
+    assert r.text.splitlines()[3].split()[-2:] == ["k\\027[2J=v\\007", "\\255=x\\15531m"]
+    sexp = run_cli(["decode", "-P", "lumberjack", str(path)]).text
+    assert '"k\\027[2J"' in sexp and '"\\255"' in sexp

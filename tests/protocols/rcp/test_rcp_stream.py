@@ -232,6 +232,7 @@ def test_a_bad_version_and_reserved_flags_are_read_by_the_v1_layout() -> None:
             "bad_json",
             "payload is not JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) at character 0",
         ),
+        (b'{"a":"x\ty"}', "bad_json", "payload is not JSON: Invalid control character at character 7"),
         (
             b'{"type":"response","id":"1","status":"maybe"}',
             "bad_response",
