@@ -27,11 +27,11 @@ def main() -> Any:
         return run()
     except SystemExit as e:
         if "pyarrow" in sys.modules:
-            _leave(e.code if isinstance(e.code, int) else 0)
+            leave(e.code if isinstance(e.code, int) else 0)
         raise
 
 
-def _leave(code: int) -> NoReturn:
+def leave(code: int) -> NoReturn:
     """The end of a run that loaded pyarrow, its work done: Python's own
     shutdown (its threads joined, its exit handlers run, stdio flushed),
     then out before C++'s static destructors.  Those tear down pyarrow's

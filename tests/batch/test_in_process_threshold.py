@@ -21,8 +21,11 @@ DEMO = str(EXAMPLES / "demo.ripple")
 
 # The CLI as `ripple` runs it, then whether pyspark was ever imported (a JVM
 # is only started through it) as stderr's last line.
+# It ends as `ripple` does (entry.leave once pyarrow is loaded): a normal
+# exit now and then aborts in pyarrow's C++ teardown, a line after this one.
 CHILD = """
 import sys
+from ripple_cli.cli.entry import leave
 from ripple_cli.cli.main import main
 try:
     main(sys.argv[1:])
@@ -30,6 +33,8 @@ except SystemExit as e:
     code = e.code
 sys.stdout.flush()
 sys.stderr.write(f"code={code} pyspark={'pyspark' in sys.modules}\\n")
+if "pyarrow" in sys.modules:
+    leave(code or 0)
 """
 
 

@@ -16,7 +16,8 @@ from tests.batch.streams import write_stats_inputs
 from tests.batch.test_spark_export import in_process_rows, table_rows, text_table_rows
 from tests.conftest import ROOT, run_cli
 
-HIDE = "import sys\nfor m in {hidden!r}: sys.modules[m] = None\nfrom ripple_cli.cli.main import main\nmain()\n"
+# `ripple`'s own entry (its exit path too: see entry.leave).
+HIDE = "import sys\nfor m in {hidden!r}: sys.modules[m] = None\nfrom ripple_cli.cli.entry import main\nmain()\n"
 
 
 def ripple_without(hidden: tuple[str, ...], *args: str) -> subprocess.CompletedProcess[str]:
