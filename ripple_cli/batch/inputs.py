@@ -4,6 +4,7 @@ each told raw stream, pcap or pcapng by its first bytes, as decode does."""
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 from collections.abc import Iterable
@@ -95,6 +96,59 @@ def _walk(directory: str) -> list[str]:
     return found
 
 
+def _glob(pattern: str) -> list[str]:
+    """glob.glob(pattern, recursive=True), but `**` visits each directory
+    once, links followed: Python's glob follows links without a memory of
+    where it has been, and two links back up (`sub/loop -> ..`, `sub/self
+    -> ../sub`) made its `**` walk 2^40 paths (a hang, memory growing)."""
+    if "**" not in pattern:
+        return glob.glob(pattern)
+    parts = pattern.split("/")
+    fixed = 0
+    while fixed < len(parts) - 1 and not _GLOB_CHARS & set(parts[fixed]):
+        fixed += 1
+    base = "/".join(parts[:fixed]) if fixed else ""
+    rest = [p for p in parts[fixed:] if p]
+    top = base or "."
+    if not os.path.isdir(top):
+        return []
+    hidden = any(p.startswith(".") for p in rest)  # a component that names hidden ones: walk them too
+    found: list[str] = []
+    seen = {os.path.realpath(top)}
+    for root, dirs, files in os.walk(top, followlinks=True):
+        kept = []
+        for d in sorted(dirs):
+            real = os.path.realpath(os.path.join(root, d))
+            if (hidden or not d.startswith(".")) and real not in seen:
+                seen.add(real)
+                kept.append(d)
+        dirs[:] = kept
+        rel = os.path.relpath(root, top)
+        under = [] if rel == "." else rel.split(os.sep)
+        if _matches(rest, under):
+            found.append(os.path.join(base, *under) if under else (base or "."))
+        for name in [*kept, *files]:
+            if _matches(rest, [*under, name]):
+                found.append(os.path.join(base, *under, name))
+    return sorted(set(found))
+
+
+def _matches(pattern: list[str], names: list[str]) -> bool:
+    """Whether a path (its names) matches glob's components: `**` any
+    number of names (none hidden), another component one name (a hidden
+    one only when the component starts with a dot)."""
+    if not pattern:
+        return not names
+    head, tail = pattern[0], pattern[1:]
+    if head == "**":
+        if _matches(tail, names):
+            return True
+        return bool(names) and not names[0].startswith(".") and _matches(pattern, names[1:])
+    if not names or (names[0].startswith(".") and not head.startswith(".")):
+        return False
+    return fnmatch.fnmatchcase(names[0], head) and _matches(tail, names[1:])
+
+
 def discover(specs: Iterable[str]) -> list[InputFile]:
     """Every file the specs name, once each, in the order given (a
     directory's files sorted; a glob's matches sorted).  Hidden files in
@@ -110,7 +164,7 @@ def discover(specs: Iterable[str]) -> list[InputFile]:
         elif os.path.exists(spec):
             paths.append(spec)
         elif _GLOB_CHARS & set(spec):
-            matches = sorted(glob.glob(spec, recursive=True))
+            matches = sorted(_glob(spec))
             if not matches:
                 raise InputUnreadable(f"{spec}: no file matches")
             for m in matches:

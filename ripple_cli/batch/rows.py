@@ -143,6 +143,12 @@ class Where:
     stream: StreamId | None = None
     community_id: str | None = None  # the Origin's (the Demux's seed): None for a raw stream
 
+    def __post_init__(self) -> None:
+        # A file name that is not UTF-8 (surrogateescape'd by the OS layer):
+        # its bytes as \xNN escapes, as the wire's names, for Parquet,
+        # CSV and SQLite, which take UTF-8 only (it was exit 70).
+        object.__setattr__(self, "capture_file", clean_text(self.capture_file))
+
     def columns(self) -> Row:
         """capture_file, connection, direction, src, dst, community_id."""
         st = self.stream

@@ -48,6 +48,10 @@ def _quiet_broken_pipe() -> NoReturn:
     sys.exit(EXIT_BROKEN_PIPE)
 
 
+# Click 8.2's error for a group given no command (its message is the help).
+_NO_ARGS_IS_HELP: type = getattr(click.exceptions, "NoArgsIsHelpError", type(None))
+
+
 def _usage_line(e: click.UsageError, prog: str) -> str:
     """A bad command line in one line, as every other error: Click's own
     form is four (its usage, a hint, a blank line, the error).  `ripple:
@@ -67,7 +71,10 @@ def run_guarded(main: Callable[[], int | None], stderr: TextIO | None = None, pr
     except click.exceptions.Exit as e:
         code = e.exit_code
     except click.UsageError as e:
-        _stderr_line(err, _usage_line(e, prog))
+        if isinstance(e, _NO_ARGS_IS_HELP):  # `ripple schema` alone: its help, as Click shows it
+            e.show(file=err)
+        else:
+            _stderr_line(err, _usage_line(e, prog))
         code = e.exit_code
     except click.ClickException as e:
         e.show(file=err)

@@ -96,6 +96,33 @@ def test_a_directory_link_is_followed_once(tmp_path: Path) -> None:
     assert found == ["a/one.ripple", "b/two.ripple"]
 
 
+def test_a_recursive_glob_visits_each_directory_once(tmp_path: Path) -> None:
+    """`DIR/**`: links followed, each directory once (Python's glob took
+    two links back up, `sub/loop -> ..` and `sub/self -> ../sub`, for 2^40
+    paths: a hang, memory growing); otherwise what glob.glob matches."""
+    import glob
+    import os
+
+    from ripple_cli.batch.inputs import _glob, discover
+
+    top = tmp_path / "w"
+    (top / "sub").mkdir(parents=True)
+    (top / "s.ripple").write_bytes(b"")
+    (top / "sub" / "t.ripple").write_bytes(b"")
+    (top / ".hidden").mkdir()
+    (top / ".hidden" / "h.ripple").write_bytes(b"")
+    os.symlink("..", top / "sub" / "loop")
+    os.symlink("../sub", top / "sub" / "self")
+    found = [os.path.relpath(f.path, top) for f in discover([f"{top}/**"])]
+    assert found == ["s.ripple", "sub/t.ripple"]
+    assert [os.path.relpath(f.path, top) for f in discover([f"{top}/**/t.ripple"])] == ["sub/t.ripple"]
+    os.remove(top / "sub" / "loop")
+    os.remove(top / "sub" / "self")
+    for pattern in ("**", "**/*.ripple", "*/**/t.ripple", "**/sub", "**/.hidden/*", "sub/**"):
+        expected = [m.rstrip("/") for m in glob.glob(f"{top}/{pattern}", recursive=True)]
+        assert _glob(f"{top}/{pattern}") == sorted(expected), pattern
+
+
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
 def test_a_part_file_is_visible_only_once_whole(tmp_path: Path, fmt: str) -> None:
     """A writer cut short (an error, Ctrl-C, a lost executor) leaves no
@@ -120,3 +147,21 @@ def test_a_part_file_is_visible_only_once_whole(tmp_path: Path, fmt: str) -> Non
     assert [p.name for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")] == [
         {"parquet": "part-00000-0.parquet", "jsonl": "part-00000.json", "csv": "part-00000.csv"}[fmt]
     ]
+
+
+def test_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """Its bytes as \\xNN escapes in the rows, as the wire's names (stats and
+    export were exit 70: Parquet, CSV and SQLite take UTF-8 only)."""
+    import os
+
+    path = os.path.join(os.fsdecode(tmp_path), os.fsdecode(b"lat\xe9\xff.ripple"))
+    with open(path, "wb") as f:
+        f.write((EXAMPLES / "demo.ripple").read_bytes())
+    r = run_cli(["stats", "-q", "-F", "json", path])
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["overview"]["messages"] == 300
+    out = tmp_path / "out"
+    r = run_cli(["export", "-q", "-F", "jsonl", path, "-o", str(out)])
+    assert r.code == 0, r.stderr
+    rows = [json.loads(line) for part in sorted(out.iterdir()) for line in part.read_text().splitlines()]
+    assert len(rows) == 300 and {row["capture_file"] for row in rows} == {str(tmp_path / "lat\\xe9\\xff.ripple")}

@@ -233,3 +233,17 @@ def test_y_reaches_row_fields_named_as_ocaml_names_them() -> None:
     ]:
         r = run_cli(["decode", "-Y", expression, "-"], stdin=stream.stdout)
         assert (r.code, r.stdout.count(b"\n")) == (0, selected), (expression, r.stderr)
+
+
+def test_usage_errors_are_one_line_and_a_group_alone_shows_its_help() -> None:
+    r = run_cli(["decode", "-c", "-1", "x"])
+    assert (r.code, r.stderr) == (
+        2,
+        "ripple: decode: Invalid value for '--count' / '-c': -1 is not in the range x>=0. "
+        "(see 'ripple decode --help')\n",
+    )
+    r = run_cli(["decoed"])
+    assert (r.code, r.stderr) == (2, "ripple: No such command 'decoed'. (see 'ripple --help')\n")
+    r = run_cli(["schema"])
+    assert r.code == 2 and r.stderr.startswith("Usage: ripple schema [OPTIONS] COMMAND [ARGS]...\n")
+    assert "  extract " in r.stderr
