@@ -95,12 +95,15 @@ def queries(opts: StatsOptions) -> dict[str, str]:
                    PARTITION BY {STREAM}, worker, source_output ORDER BY `offset`
                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS last
           FROM rows WHERE {DELTA}),
+        -- Once the worker is known (its Handshake), none applied counts as a last of 0, as verify has it.
+        d1 AS (
+          SELECT *, CASE WHEN known AND (last IS NULL OR last < 0) THEN 0 ELSE last END AS applied
+          FROM d),
         e AS (
           SELECT *,
-                 CASE WHEN last IS NULL THEN (CASE WHEN known AND n > 1 THEN n - 1 ELSE 0 END)
-                      WHEN n > last + 1 THEN n - last - 1 ELSE 0 END AS missing,
-                 last IS NOT NULL AND n <= last AS dup
-          FROM d)
+                 CASE WHEN applied IS NULL THEN 0 WHEN n > applied + 1 THEN n - applied - 1 ELSE 0 END AS missing,
+                 applied IS NOT NULL AND n <= applied AS dup
+          FROM d1)
     """
     hb = f"""
         WITH h0 AS (

@@ -375,3 +375,27 @@ def test_stats_counts_the_sibling_protocols(spark: object) -> None:
     table = run_cli(["stats", "-q", *captures], width=200)
     lines = [" ".join(line.replace("│", " ").split()) for line in table.text.splitlines()]
     assert "lumberjack Json 3 287" in lines and "rcp Response 7 1,062" in lines
+
+
+@pytest.mark.parametrize(("first", "then"), [(0, 1), (-5, 1), (-5, 2)])
+def test_a_first_sequence_no_below_1_is_a_duplicate_in_verify_and_stats(first: int, then: int, tmp_path: Path) -> None:
+    """After a Handshake none applied counts as a last of 0: a first
+    sequence_no at or below it is a duplicate, not applied (verify said
+    "-1 missing"; stats counted a gap of 5 where verify saw 2)."""
+    from ripple_cli.codec.messages import DeltaMsg
+    from tests.unit.test_framing import KEY, PATCH, env, handshake
+
+    data = (
+        handshake(1)
+        + env(DeltaMsg(b"vwap", KEY, PATCH, first, None), 2)
+        + env(DeltaMsg(b"vwap", KEY, PATCH, then, None), 3)
+    )
+    v = run_cli(["verify", "-F", "json", "-"], stdin=data)
+    problems = json.loads(v.stdout)["streams"][0]["problems"]
+    assert [p["kind"] for p in problems] == ["delta_duplicate"] + (["delta_gap"] if then == 2 else [])
+    assert problems[0]["detail"] == f"(worker-1, vwap) sequence_no {first} at or below the last applied 0 (duplicate)"
+    path = tmp_path / "s.ripple"
+    path.write_bytes(data)
+    s = run_cli(["stats", "-q", "-F", "json", str(path)])
+    (row,) = json.loads(s.stdout)["sequences"]
+    assert (row["duplicates"], row["gaps"], row["missing"]) == (1, then - 1, then - 1)

@@ -63,6 +63,10 @@ class SequenceChecker:
     ) -> list[Problem]:
         worker, output = key
         who = f"({text(worker)}, {text(output)})"
+        if last is None and self.handshake_seen and n < 1:
+            # None applied yet, as if the last were 0: at or below it (a
+            # negative count of missing Deltas was said here), and not applied.
+            return [duplicate_problem(offset, seq, key, 0, n)]
         if last is None:
             self.last_applied[key] = n
             if self.handshake_seen and n != 1:
