@@ -30,6 +30,7 @@ class SourceReport:
     # Problems past the report's keep_problems: counted by severity, not kept.
     unlisted_errors: int = 0
     unlisted_warnings: int = 0
+    empty: bool = False  # its input gave no message (not the name: `verify - -` reads two)
 
     @property
     def unlisted(self) -> int:

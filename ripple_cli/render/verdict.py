@@ -31,7 +31,7 @@ def source_summary(report: Report, src: SourceReport) -> str:
     if not errors and not warnings:
         # An input with no message is not OK for verify (it fails the run),
         # unless --allow-empty said so, when it is not listed as empty.
-        return head + (": empty" if src.name in report.empty else ": OK")
+        return head + (": empty" if src.empty else ": OK")
     parts = [plural(errors, "problem")] if errors else []
     if warnings:
         parts.append(plural(warnings, "warning"))
@@ -152,7 +152,10 @@ def junit_report(report: Report, unreadable: list[str]) -> bytes:
         case = ET.SubElement(suite, "testcase", classname="ripple.verify", name=escape_text(s.name))
         errors, warnings = s.counts(report.strict)
         # XML 1.0 holds no control character but tab and newline: escaped.
-        body = "\n".join(escape_text(problem_line(report, p).strip()) for p in s.problems)
+        lines = [escape_text(problem_line(report, p).strip()) for p in s.problems]
+        if s.unlisted:  # as the text report ends its list
+            lines.append(f"... and {s.unlisted} more problems not listed")
+        body = "\n".join(lines)
         if errors:
             failure = ET.SubElement(case, "failure", message=plural(errors, "problem"), type="ripple.verify")
             failure.text = body

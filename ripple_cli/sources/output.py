@@ -34,6 +34,10 @@ def binary_output(path: str | None, env: Environment) -> Iterator[BinaryIO]:
         yield env.stdout
         env.stdout.flush()
         return
+    if os.path.islink(path):
+        # Written through, as a redirection would: the rename below would
+        # put a file in the link's place and leave its target as it was.
+        path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".ripple-", dir=directory)

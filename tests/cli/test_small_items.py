@@ -247,3 +247,32 @@ def test_usage_errors_are_one_line_and_a_group_alone_shows_its_help() -> None:
     r = run_cli(["schema"])
     assert r.code == 2 and r.stderr.startswith("Usage: ripple schema [OPTIONS] COMMAND [ARGS]...\n")
     assert "  extract " in r.stderr
+
+
+def test_schema_extract_does_not_write_a_schema_that_schemas_would_refuse(tmp_path: Path) -> None:
+    """A Handshake may carry a record naming a field twice (no OCaml record
+    can): extract writes the others and says so of it, exit 3; the
+    directory stays one that --schemas takes (it held a file that made
+    every verify --schemas DIR exit 3)."""
+    good = b"(g((name g)(version 1)(key Int)(fields(((name a)(typ Int)(default()))))))"
+    bad = b"(d((name d)(version 1)(key Int)(fields(((name a)(typ Int)(default()))((name a)(typ Int)(default()))))))"
+    text = (
+        b"((seq 1)(time_ns 1)(schema ripple.handshake/v1)(msg(Handshake((source_worker_id w)(output_schemas("
+        + good
+        + bad
+        + b"))(protocol_version 1)))))\n"
+    )
+    stream = run_cli(["encode"], stdin=text)
+    assert stream.code == 0, stream.stderr
+    out = tmp_path / "schemas"
+    r = run_cli(["schema", "extract", "-o", str(out), "-"], stdin=stream.stdout)
+    assert r.code == 3
+    assert r.stderr == "ripple: d/v1: not written: it names field a twice in its row\n"
+    assert sorted(p.name for p in out.iterdir()) == ["g_v1.sexp"]
+    assert run_cli(["verify", "--schemas", str(out), str(EXAMPLES / "session.ripple")]).code == 0
+
+
+def test_schema_extract_into_a_file_is_exit_3(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_bytes(b"")
+    r = run_cli(["schema", "extract", "-o", str(tmp_path / "afile"), str(EXAMPLES / "session.ripple")])
+    assert (r.code, r.stderr) == (3, f"ripple: {tmp_path / 'afile'}: cannot create directory: a file is there\n")

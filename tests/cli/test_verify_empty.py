@@ -119,3 +119,49 @@ def test_json_and_junit_say_so(tmp_path: Path) -> None:
     assert '<failure message="no message" type="ripple.empty"' in xml
     ok = json.loads(run_cli(["verify", *MORE, "-F", "json", str(DEMO)]).stdout)
     assert (ok["ok"], ok["empty"]) == (True, [])
+
+
+def test_the_junit_report_says_what_it_does_not_list() -> None:
+    """Past the problems kept, the failure's text ends as the text report's
+    list does (it stopped without a word)."""
+    from ripple_cli.analysis.report import Report
+    from ripple_cli.protocols.ripple.rules import before_schema_problem
+    from ripple_cli.render.verdict import junit_report
+
+    report = Report(keep_problems=3)
+    src = report.source("s")
+    for i in range(5):
+        report.problem(src, before_schema_problem(i * 100, i, b"x/v1"))
+    xml = junit_report(report, []).decode()
+    assert "error: offset 200 (seq 2): delta_before_schema" in xml
+    assert "offset 300" not in xml
+    assert xml.count("... and 2 more problems not listed") == 1
+
+
+def test_junit_and_encode_write_through_a_link(tmp_path: Path) -> None:
+    """As a redirection would: the link stays, its target gets the bytes
+    (the link was replaced by a file, the target left as it was)."""
+    import os
+
+    target, link = tmp_path / "report.xml", tmp_path / "latest.xml"
+    target.write_bytes(b"old")
+    os.symlink(target.name, link)
+    r = run_cli(["verify", "--junit", str(link), str(EXAMPLES / "session.ripple")])
+    assert r.code == 0, r.stderr
+    assert os.path.islink(link) and target.read_bytes().startswith(b"<?xml")
+    out, out_link = tmp_path / "s.ripple", tmp_path / "s-link.ripple"
+    os.symlink(out.name, out_link)  # dangling: the target is created, as `>` does
+    text = run_cli(["decode", str(EXAMPLES / "session.ripple")]).stdout
+    assert run_cli(["encode", "-o", str(out_link)], stdin=text).code == 0
+    assert os.path.islink(out_link) and out.read_bytes() == (EXAMPLES / "session.ripple").read_bytes()
+
+
+def test_the_empty_mark_follows_the_input_not_its_name() -> None:
+    """`verify - -`: the first read of stdin has the messages, the second
+    none; only the second is marked empty (both were)."""
+    r = run_cli(["verify", "-", "-"], stdin=(EXAMPLES / "session.ripple").read_bytes())
+    assert r.code == 1
+    assert r.text.splitlines()[:2] == [
+        "<stdin>: 5 messages (3 Delta, 1 Handshake, 1 Heartbeat), 465 bytes: OK",
+        "<stdin>: 0 messages, 0 bytes: empty",
+    ]

@@ -18,7 +18,7 @@ from ripple_cli.codec.compat import check_backward
 from ripple_cli.codec.envelope import MAGIC
 from ripple_cli.codec.jsonview import dumps, schema_to_json, type_text
 from ripple_cli.codec.messages import DeltaMode, Handshake
-from ripple_cli.codec.schema import Schema, sexp_of_schema, text
+from ripple_cli.codec.schema import Schema, schema_flaw, sexp_of_schema, text
 from ripple_cli.errors import EXIT_PROBLEMS, EXIT_UNREADABLE, InputUnreadable
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.flow.pipeline import BaseSink, pump
@@ -239,7 +239,7 @@ def _write_schema_file(path: str, data: bytes) -> str | None:
     "-o",
     "out_dir",
     required=True,
-    type=OutputPath(file_okay=False),
+    type=OutputPath(),  # a file there: "cannot create directory", exit 3, as the page says
     help="Directory to write the schema files into (created if missing).",
 )
 @max_payload_option
@@ -255,6 +255,8 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
     if not items:
         env.problem_line(f"ripple: {display_name(stream)}: no Handshake declares a schema")
         return EXIT_PROBLEMS
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise InputUnreadable(f"{out_dir}: cannot create directory: a file is there")
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
@@ -262,6 +264,12 @@ def extract(env: Environment, stream: str, out_dir: str, max_payload: int) -> in
     used: set[str] = set()
     failed = 0
     for _output, s in items:
+        flaw = schema_flaw(s)
+        if flaw is not None:
+            # A file --schemas would refuse, and with it the whole directory: not written.
+            env.problem_line(f"ripple: {escape_text(text(s.fingerprint))}: not written: it {flaw}")
+            failed += 1
+            continue
         name = schema_file_name(s)
         base, n = name, 2
         while name in used:  # two fingerprints that sanitize alike

@@ -88,6 +88,7 @@ def verify(
     try:
         for path in files:
             name = display_name(path)
+            first = len(report.sources)
             sink.source(name)
             demux = inputs.demux(name, deltas=deltas, rules=True, lane=lane)
             try:
@@ -100,6 +101,8 @@ def verify(
             sink.end(demux.analyses)
             if not sink.messages and not allow_empty:
                 report.nothing(name)
+                for src in report.sources[first:]:
+                    src.empty = True
                 env.problem_line(f"ripple: {name}: {_nothing_line(inputs, show)} (--allow-empty accepts that)")
     except KeyboardInterrupt:
         # Ctrl-C (on a live pipe, say): the report of what was read, as the
