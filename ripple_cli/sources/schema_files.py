@@ -27,6 +27,10 @@ def load_schema_file(path: str) -> Schema:
 
 
 def parse_schema_text(text: bytes, name: str) -> Schema:
+    if text.startswith(b"RIPP"):  # the magic: a stream given for a schema file
+        raise InputUnreadable(f"{name}: not a schema: a Ripple stream (ripple schema extract writes its schemas out)")
+    if b"\0" in text[:4096]:
+        raise InputUnreadable(f"{name}: not a schema: binary data, not the text of an s-expression")
     try:
         schema = schema_of_sexp(parse_one(text))
     except (SexpSyntaxError, SexpShapeError) as e:

@@ -276,3 +276,16 @@ def test_schema_extract_into_a_file_is_exit_3(tmp_path: Path) -> None:
     (tmp_path / "afile").write_bytes(b"")
     r = run_cli(["schema", "extract", "-o", str(tmp_path / "afile"), str(EXAMPLES / "session.ripple")])
     assert (r.code, r.stderr) == (3, f"ripple: {tmp_path / 'afile'}: cannot create directory: a file is there\n")
+
+
+def test_a_stream_given_as_a_schema_file_is_said_so() -> None:
+    """It was `not a schema: line 1, column 256: unexpected ')'`."""
+    session = str(EXAMPLES / "session.ripple")
+    r = run_cli(["schema", "check", "--reader", session, "--writer", str(EXAMPLES / "schemas" / "vwap_v2.sexp")])
+    assert (r.code, r.stderr) == (
+        3,
+        f"ripple: {session}: not a schema: a Ripple stream (ripple schema extract writes its schemas out)\n",
+    )
+    pcap = str(EXAMPLES / "beats.pcap")
+    r = run_cli(["verify", "--schemas", pcap, session])
+    assert (r.code, r.stderr) == (3, f"ripple: {pcap}: not a schema: binary data, not the text of an s-expression\n")
