@@ -7,7 +7,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -79,21 +79,28 @@ def _sibling(head: bytes) -> bool:
 
 
 def _walk(directory: str) -> list[str]:
-    """A directory's files, sorted, hidden ones left out.  A link to a
-    directory is followed, as `find -L` does (a capture set gathered with
-    links is read whole), each directory once: a link back up is no loop."""
+    """A directory's files, sorted, hidden ones left out."""
     found: list[str] = []
-    seen = {os.path.realpath(directory)}
-    for root, dirs, files in os.walk(directory, followlinks=True):
+    for root, _dirs, files in _each_directory_once(directory, hidden=False):
+        found.extend(os.path.join(root, f) for f in files if not f.startswith("."))
+    return found
+
+
+def _each_directory_once(top: str, hidden: bool) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk's (root, dirs, files), sorted, links to directories followed
+    as `find -L` does (a capture set gathered with links is read whole),
+    each directory once: a link back up is no loop.  `hidden`: hidden
+    directories walked too."""
+    seen = {os.path.realpath(top)}
+    for root, dirs, files in os.walk(top, followlinks=True):
         kept = []
         for d in sorted(dirs):
             real = os.path.realpath(os.path.join(root, d))
-            if not d.startswith(".") and real not in seen:
+            if (hidden or not d.startswith(".")) and real not in seen:
                 seen.add(real)
                 kept.append(d)
         dirs[:] = kept
-        found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith("."))
-    return found
+        yield root, kept, sorted(files)
 
 
 def _glob(pattern: str) -> list[str]:
@@ -114,15 +121,7 @@ def _glob(pattern: str) -> list[str]:
         return []
     hidden = any(p.startswith(".") for p in rest)  # a component that names hidden ones: walk them too
     found: list[str] = []
-    seen = {os.path.realpath(top)}
-    for root, dirs, files in os.walk(top, followlinks=True):
-        kept = []
-        for d in sorted(dirs):
-            real = os.path.realpath(os.path.join(root, d))
-            if (hidden or not d.startswith(".")) and real not in seen:
-                seen.add(real)
-                kept.append(d)
-        dirs[:] = kept
+    for root, kept, files in _each_directory_once(top, hidden):
         rel = os.path.relpath(root, top)
         under = [] if rel == "." else rel.split(os.sep)
         if _matches(rest, under):
