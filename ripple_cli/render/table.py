@@ -240,12 +240,14 @@ class TableRenderer:
         are fitted again, to what every batch held, under a new header, so
         that every row stays one line.  A cell that may be cut is cut."""
         assert self._widths is not None
-        content = plain_widths((texts for texts, _s in rows), len(columns))
-        if not any(
-            w is not None and not (c.shrink or c.flex) and n > w
-            for c, w, n in zip(columns, self._widths, content, strict=True)
-        ):
+        # Only the columns whose cells are never cut are measured (offset,
+        # seq, time): a batch of a fast lane's rows pays for three columns, not nine.
+        widths = self._widths
+        fixed = [i for i, c in enumerate(columns) if widths[i] and not (c.shrink or c.flex)]
+        widest = plain_widths(([texts[i] for i in fixed] for texts, _s in rows), len(fixed))
+        if not any(n > (widths[i] or 0) for i, n in zip(fixed, widest, strict=True)):
             return
+        content = plain_widths((texts for texts, _s in rows), len(columns))
         self._content = [max(a, b) for a, b in zip(self._content, content, strict=True)]
         self._widths = fit(columns, self._content, width, more=not final)
         self._header_done = self._drawn_header = False
