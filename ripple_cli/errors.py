@@ -35,6 +35,12 @@ class PipeClosed(Exception):
     reaches `run_guarded`, which exits quietly with EXIT_BROKEN_PIPE."""
 
 
+class Interrupted(Exception):
+    """Ctrl-C within a command, passed on as itself: Click would turn
+    KeyboardInterrupt into Abort after writing an empty line to stderr,
+    a stray line in a log."""
+
+
 class RippleError(Exception):
     """An error to report in one line; `exit_code` says which kind."""
 

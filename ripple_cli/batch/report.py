@@ -80,8 +80,8 @@ def _table(
     empty = ["(none)", *[""] * (len(headers) - 1)]
     # The title on a line of its own: as a rich table's, it wrapped to the
     # table's width ("watermark lag (capture time minus" / "watermark)").
-    console.print(Trimmed(Text(title)))
-    console.print(Trimmed(fitted_table(env, columns, rows, empty=empty)))
+    console.print(Trimmed(Text(title)), crop=False)
+    console.print(Trimmed(fitted_table(env, columns, rows, empty=empty)), crop=False)
     console.print()
 
 
@@ -103,7 +103,7 @@ def print_report(env: Environment, console: Console, report: Record) -> None:
             f"{_ns(ov['first_ns'])} to {_ns(ov['last_ns'])}; "
             f"rate {_num(ov['rate'])} msgs/s, peak {ov['peak_per_second']:,} in one second"
         )
-    console.print(Trimmed(Text(overview)))
+    console.print(Trimmed(Text(overview)), crop=False)
     console.print()
     by_conn = report["by"] == "connection"  # with each stream's Community ID
     # By connection, the file and the connection in columns of their own, so

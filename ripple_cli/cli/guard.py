@@ -15,7 +15,7 @@ from typing import NoReturn, TextIO
 
 import click
 
-from ripple_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, PipeClosed, RippleError
+from ripple_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, Interrupted, PipeClosed, RippleError
 from ripple_cli.sexp.atoms import escape_lines
 
 __all__ = ["PipeClosed", "run_guarded"]
@@ -87,7 +87,7 @@ def run_guarded(main: Callable[[], int | None], stderr: TextIO | None = None, pr
         code = e.exit_code
     except (BrokenPipeError, PipeClosed):
         _quiet_broken_pipe()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         # A terminal shows ^C where the cursor was: the line goes below it.
         if getattr(err, "isatty", lambda: False)():
             _stderr_line(err, "")

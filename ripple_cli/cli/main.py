@@ -12,6 +12,7 @@ import click
 
 from ripple_cli import __version__
 from ripple_cli.cli.guard import PipeClosed, run_guarded
+from ripple_cli.errors import Interrupted
 from ripple_cli.terminal.environment import COLOR_MODES, Environment
 
 # name -> (module, attribute, one-line help shown by `ripple --help`)
@@ -61,6 +62,8 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError as e:
             raise PipeClosed() from e
+        except KeyboardInterrupt as e:
+            raise Interrupted() from e
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The short help comes from the table above: no import needed.

@@ -165,12 +165,26 @@ class MessageTypeName(click.ParamType):  # type: ignore[type-arg]
 
     name = "type"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+    @staticmethod
+    def known() -> list[str]:
         from ripple_cli.protocols import registry
 
         known = list(TAG_BY_NAME)
         for name in registry.names():
             known += [t for t in registry.get(name).type_styles if t not in known]
+        return known
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[click.shell_completion.CompletionItem]:
+        from click.shell_completion import CompletionItem
+
+        prefix = incomplete.lower()
+        names = dict.fromkeys([*self.known(), "Unknown"])  # Unknown: any protocol's unknown tag
+        return [CompletionItem(t) for t in names if t.lower().startswith(prefix)]
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        known = self.known()
         by_lower = {k.lower(): k for k in known}
         if str(value).lower() in by_lower:
             return by_lower[str(value).lower()]

@@ -40,6 +40,7 @@ from typing import Literal
 from rich import box as boxes
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
@@ -394,12 +395,23 @@ def _rstrip(line: list[Segment]) -> list[Segment]:
 
 
 class Trimmed:
-    """A renderable printed without the spaces at the end of its lines."""
+    """A renderable printed without the spaces at the end of its lines, and
+    never narrower than its least width: on a line narrower than the
+    columns `fit` keeps (the numbers are never dropped), rich would squeeze
+    them, folding a header letter by letter and a number over lines.  The
+    lines go past the edge instead, as a pipe's do; `crop` cuts them at the
+    edge (a live view, whose redrawing counts lines, must not wrap)."""
 
-    def __init__(self, renderable: RenderableType) -> None:
+    def __init__(self, renderable: RenderableType, crop: bool = False) -> None:
         self.renderable = renderable
+        self.crop = crop
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for line in console.render_lines(self.renderable, options, pad=False):
+        edge = options.max_width
+        least = Measurement.get(console, options.update_width(UNBOUNDED), self.renderable).minimum
+        wide = options.update_width(max(edge, least))
+        for line in console.render_lines(self.renderable, wide, pad=False):
+            if self.crop and least > edge:
+                line = Segment.adjust_line_length(line, edge, pad=False)
             yield from _rstrip(line)
             yield Segment.line()

@@ -21,6 +21,6 @@ def print_protocol_list(env: Environment) -> None:
         d = registry.get(name)
         ports = ",".join(str(p) for p in d.ports) or "-"
         rows.append([name, ports, d.title, "ripple(1)" if name == "ripple" else f"ripple-{name}(7)"])
-    console.print(Trimmed(fitted_table(env, COLUMNS, rows, rule=False)))
+    console.print(Trimmed(fitted_table(env, COLUMNS, rows, rule=False)), crop=False)
     stream.detach()
     env.stdout.flush()

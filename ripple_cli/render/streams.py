@@ -62,7 +62,7 @@ def stream_columns(several: bool) -> list[Column]:
     source = [Column("source", priority=8, shrink=True, min_width=10, max_width=30)] if several else []
     return [
         *source,
-        Column("stream", priority=9),
+        Column("stream", keep=True),  # what the row is: never dropped
         Column("protocol", priority=5, shrink=True),
         Column("from", priority=7, shrink=True, min_width=10),
         Column("to", priority=6, shrink=True, min_width=10),
@@ -130,6 +130,6 @@ def print_stream_list(env: Environment, demuxes: list[Demux]) -> None:
                 *tcp_cells(None if s is None else demux.tcp.get(s)),
             ]
             rows_out.append(cells)
-    console.print(Trimmed(fitted_table(env, stream_columns(several), rows_out, rule=False)))
+    console.print(Trimmed(fitted_table(env, stream_columns(several), rows_out, rule=False)), crop=False)
     stream.detach()
     env.stdout.flush()

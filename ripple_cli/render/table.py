@@ -284,7 +284,7 @@ class TableRenderer:
             for i, style in styles:
                 cells[i].style = style
             t.add_row(*kept(cells, widths))
-        self.console.print(Trimmed(t))
+        self.console.print(Trimmed(t), crop=False)
         self._drawn_header = True
         rows.clear()
 

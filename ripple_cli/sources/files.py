@@ -33,11 +33,15 @@ def open_error(name: str, e: OSError, what: str = "cannot open") -> InputUnreada
     return InputUnreadable(f"{name}: {what}: {e.strerror or e}")
 
 
-def read_chunks(path: str, stdin: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+def read_chunks(path: str, stdin: BinaryIO, chunk_size: int = CHUNK_SIZE, text: bool = False) -> Iterator[bytes]:
     """The file's bytes in chunks; `-` is stdin, read as data arrives so that
-    a pipe gives a live view."""
+    a pipe gives a live view.  Unless the input may be `text` (typed), a
+    terminal as stdin is refused: nobody types a binary stream, and a
+    command waiting on one looks hung (gzip -d refuses it too)."""
     name = display_name(path)
     if path == "-":
+        if not text and stdin.isatty():
+            raise InputUnreadable(f"{name}: is a terminal: name a FILE, or send the bytes through a pipe")
         yield from _read_stream(stdin, name, chunk_size, live=True)
         return
     if is_url(path):
@@ -70,7 +74,7 @@ def _read_stream(f: BinaryIO, name: str, chunk_size: int, live: bool) -> Iterato
 def read_all(path: str, stdin: BinaryIO, limit: int) -> bytes:
     """A small input whole (schema files, text to encode); refuses more than `limit`."""
     out = bytearray()
-    for chunk in read_chunks(path, stdin):
+    for chunk in read_chunks(path, stdin, text=True):
         out += chunk
         if len(out) > limit:
             raise InputUnreadable(f"{display_name(path)}: larger than {limit} bytes")

@@ -51,7 +51,7 @@ _SHORT_TYPE = {
 # Below the width of all: the heartbeat and the lag go first, then the last
 # Delta, the rate, the types; the counts, bytes and seq stay.
 STREAM_COLUMNS = [
-    Column("conn", priority=9),
+    Column("conn", keep=True),  # which connection and way a row is: never dropped
     Column("from -> to", priority=6, shrink=True, min_width=12, max_width=26),
     Column("state", priority=5),
     Column("msgs", keep=True, justify="right"),
@@ -205,7 +205,7 @@ class LiveView:
         if self._live is not None:
             self._live.stop()
             self._live = None
-        self.console.print(self.final_summary())
+        self.console.print(self.final_summary(), crop=False)
         self.env.stdout.flush()
         self._stream.detach()  # leave env.stdout open for whoever owns it
 
@@ -216,9 +216,10 @@ class LiveView:
         self._update_rates(streams)
         head = Text(f"ripple tap: {self.title}", style="bold")
         head.append(f"   {_totals_text(totals)}", style="")
-        parts: list[RenderableType] = [head, self._stream_table(streams, max_rows)]
+        # The tables are cut at the edge, not the text around them, which wraps.
+        parts: list[RenderableType] = [head, Trimmed(self._stream_table(streams, max_rows), crop=True)]
         if self._latest:
-            parts.append(self._latest_table())
+            parts.append(Trimmed(self._latest_table(), crop=True))
         parts.append(self._losses(totals))
         return Trimmed(Group(*parts))
 

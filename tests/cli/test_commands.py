@@ -9,6 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from ripple_cli.sexp import to_string
 from tests.conftest import EXAMPLES, ROOT, run_cli
 
@@ -388,6 +390,24 @@ def test_shell_completion() -> None:
     assert r.stdout.split() == [b"plain,--format"]
     script = ripple(env={"_RIPPLE_COMPLETE": "bash_source"})
     assert b"_ripple_completion()" in script.stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("ripple decode --format t", ["table"]),
+        ("ripple decode --type D", ["Delta", "Data", "DataAppended"]),
+        ("ripple decode --type h", ["Handshake", "Heartbeat", "Hello"]),
+        ("ripple tap --type unk", ["Unknown"]),
+        ("ripple decode --type Zz", []),
+    ],
+)
+def test_shell_completion_of_option_values(words: str, expected: list[str]) -> None:
+    """ripple(1): the values of --format and --type complete (the message
+    types of every protocol, whatever the case typed)."""
+    env = {"_RIPPLE_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+    r = ripple(env=env)
+    assert r.stdout.decode().split() == [f"plain,{x}" for x in expected]
 
 
 def test_closed_stdout_exits_141_silently() -> None:

@@ -163,4 +163,52 @@ def test_ctrl_c_on_decode_says_so_in_one_line(tmp_path: Path) -> None:
     code, out, err = _interrupted(["decode", "-"], tmp_path / "out")
     assert code == 130
     assert len(out.splitlines()) == 300  # what was decoded stays printed
-    assert err.strip() == "ripple: interrupted"  # after the newline that ends a terminal's ^C
+    # One line: the empty line that ends a terminal's ^C only on a terminal.
+    assert err == "ripple: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["decode"], ["decode", "-F", "json", "-"], ["verify", "-"], ["schema", "extract", "-o", "out", "-"]],
+)
+def test_a_terminal_as_standard_input_is_refused_where_bytes_are_read(tmp_path: Path, args: list[str]) -> None:
+    """Nobody types a binary stream: a command that would wait for one says
+    so at once (a real pty as stdin), with exit status 3."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "ripple_cli", *args],
+            stdin=follower,
+            capture_output=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert r.returncode == 3
+    assert r.stderr == b"ripple: <stdin>: is a terminal: name a FILE, or send the bytes through a pipe\n"
+
+
+def test_encode_reads_text_typed_at_a_terminal(tmp_path: Path) -> None:
+    """encode's input is text: typed at a terminal, it is read (here, the
+    end of input at once: no message, an empty stream)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    os.write(leader, b"\x04")  # Ctrl-D: the end of what is typed
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "ripple_cli", "encode", "-o", "out.ripple"],
+            stdin=follower,
+            capture_output=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert (r.returncode, r.stderr) == (0, b"")
+    assert (tmp_path / "out.ripple").read_bytes() == b""

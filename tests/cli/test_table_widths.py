@@ -191,6 +191,50 @@ def test_the_live_view_is_the_same_on_the_fast_lane(example: str, monkeypatch: p
     assert "latest messages" in shown[0]
 
 
+NARROW = (1, 5, 10, 20, 28, 40)
+
+
+def _least_lines(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("width", NARROW)
+def test_a_table_is_never_narrower_than_the_columns_it_keeps(capture: Path, width: int) -> None:
+    """Below the least width of what is never dropped (decode's offset and
+    seq, a stream's id and counts), the lines go past the edge: rich would
+    squeeze the columns, folding a header letter by letter and a number
+    over two lines, or leave a row empty."""
+    r = run_cli(["decode", "-c", "4", str(DEMO)], tty=True, width=width)
+    assert r.code == 0, r.stderr
+    lines = _least_lines(r.text)
+    assert lines[0][:2] == ["offset", "seq"]
+    assert [row[:2] for row in lines[2:]] == [["0", "1"], ["699", "2"], ["764", "3"], ["931", "4"]]
+    r = run_cli(["decode", "--list-streams", str(capture)], tty=True, width=width)
+    assert r.code == 0, r.stderr
+    lines = _least_lines(r.text)
+    assert lines[0][0] == "stream" and {"msgs", "bytes", "problems"} <= set(lines[0])
+    assert [row[0] for row in lines[1:]] == ["1:c2s", "1:s2c", "2:c2s", "2:s2c"]
+    assert any(row[0] == "1:c2s" and "300" in row and "37372" in row for row in lines)
+
+
+@pytest.mark.parametrize("width", (20, 40))
+def test_the_live_view_keeps_the_connection_on_a_narrow_terminal(
+    capture: Path, width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live view (redrawn in place: a line past the edge would wrap and
+    throw its redrawing off) is cut at the edge; the final summary goes past
+    it, as the other tables do.  Either way a row says which connection."""
+    monkeypatch.setattr(live.time, "time_ns", lambda: 1_700_000_005_000_000_000)
+    view, out = _live_view(capture, width)
+    view.console.print(view.render(max_rows=10))
+    drawn = out.getvalue().decode()
+    assert all(cell_len(line) <= width for line in drawn.splitlines())
+    view.close()
+    summary = out.getvalue().decode()[len(drawn) :]
+    assert any(line.split()[:2] == ["conn", "msgs"] for line in summary.splitlines())
+    assert any(re.match(r"1 c2s +300 +36\.5K +300\b", line) for line in summary.splitlines()), summary
+
+
 def test_a_number_header_wraps_at_spaces_rather_than_drop_a_column() -> None:
     columns = [Column("worker", keep=True, shrink=True, min_width=10), Column("last sequence_no", keep=True)]
     assert fit(columns, [12, 7], 20) == [10, 11]

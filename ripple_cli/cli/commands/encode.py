@@ -49,7 +49,7 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
     encoders: dict[str, Encoder] = {}  # one per protocol: Ripple's keeps the schemas of the lines before
     parser = SexpStream()
     with binary_output(output, env) as out:
-        chunks = read_chunks(file, env.stdin)
+        chunks = read_chunks(file, env.stdin, text=True)
         first = True
         while True:
             chunk = next(chunks, None)

@@ -78,7 +78,7 @@ def _load_show_input(path: str, env: Environment, max_payload: int) -> tuple[boo
     and told apart by its first bytes, so that stdin, a pipe and a FIFO
     work as a file does."""
     name = display_name(path)
-    chunks = read_chunks(path, env.stdin)
+    chunks = read_chunks(path, env.stdin, text=True)  # a schema file may be typed
     head = b""
     while len(head) < len(MAGIC):
         chunk = next(chunks, None)
@@ -143,7 +143,7 @@ def show(env: Environment, file: str, fmt: str | None, max_payload: int) -> int:
                 for i, f in enumerate(s.fields)
             ]
             t = fitted_table(env, columns, rows, style="ruled", title=title, caption=f"key: {type_text(s.key)}")
-            console.print(Trimmed(t))
+            console.print(Trimmed(t), crop=False)
         stream.detach()
     out.flush()
     return 0
