@@ -345,7 +345,10 @@ class Reassembler:
             if self._open:
                 self._evict(next(iter(self._open.values())), time_ns)
             else:
-                self._settle(min(self._waiting.values(), key=lambda w: w.number))
+                # The longest waiting: the first in the dict, which is in the
+                # order of their numbers (a scan here made a capture joined
+                # mid-way on many connections quadratic).
+                self._settle(next(iter(self._waiting.values())))
 
     def _settle(self, waiting: _Waiting) -> None:
         """A waiting connection starts: with the SYN among its packets if

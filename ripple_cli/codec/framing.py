@@ -27,7 +27,7 @@ from ripple_cli.codec.envelope import (
     Frame,
 )
 from ripple_cli.codec.fast import speedups
-from ripple_cli.codec.problems import Problem, Severity
+from ripple_cli.codec.problems import Problem, Severity, then_hole
 
 # The C lane's resync (find_envelope's too): the same search as the Python
 # below (tests compare), one call per damaged region instead of a Python
@@ -147,7 +147,7 @@ class FrameDecoder:
         detail = f"{size} bytes missing from the stream at offset {hole_at}"
         if self._damage is not None:
             start, kind, first = self._damage
-            self._damage = (start, kind, f"{first}; then {detail}")
+            self._damage = (start, kind, then_hole(first, detail, size))
         else:
             self._damage = (self._base + self._pos, "gap", detail)
         self._base = hole_at + size

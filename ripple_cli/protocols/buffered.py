@@ -28,7 +28,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator
 
-from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.problems import Problem, then_hole
 from ripple_cli.protocols.base import Item, StreamDissector
 
 
@@ -65,7 +65,7 @@ class BufferedStream(StreamDissector):
         self._forget_across_gap()
         if self._damage is not None:
             start, kind, first = self._damage
-            self._damage = (start, kind, f"{first}; then {detail}")
+            self._damage = (start, kind, then_hole(first, detail, size))
         elif not self._bridge_gap(size, detail, out):
             # The message cut by the hole is lost with it.
             self._damage = (self._base + self._pos, "gap", detail)

@@ -178,3 +178,46 @@ def test_pravega_resync_over_headers_claiming_large_bodies_is_linear() -> None:
         return run
 
     _linear(build, 128 << 10)
+
+
+def test_connections_joined_part_way_past_max_flows_are_admitted_in_linear_time() -> None:
+    """A capture started on a busy server: each connection's first packet
+    carries data, no SYN, and there are more of them than --max-flows."""
+
+    def build(n: int) -> Callable[[], Any]:
+        segments = [(A, B, 1024 + i % 60000, 9000, 5000, 0, ACK, b"z" * 20) for i in range(n)]
+
+        def run() -> int:
+            r = Reassembler(max_flows=n // 2)  # half of them past it
+            count = sum(len(r.feed(t, s)) for t, s in enumerate(segments))
+            return count + len(r.finish())
+
+        return run
+
+    _linear(build, 3000)
+
+
+def test_a_stream_of_many_holes_is_one_short_line_in_linear_time() -> None:
+    """A hole after every few bytes (a capture that lost one segment in
+    two): one damaged region, its line naming the first two holes and
+    counting the others, whatever their number."""
+    from ripple_cli.codec.framing import FrameDecoder
+
+    def build(n: int) -> Callable[[], Any]:
+        def run() -> list[Any]:
+            d = FrameDecoder()
+            out: list[Any] = []
+            for _ in range(n):
+                out += d.feed(b"0123456789")
+                out += d.gap(1)
+            return out + d.finish()
+
+        return run
+
+    _linear(build, 5000)
+    [problem] = build(5000)()
+    assert problem.detail == (
+        "1 bytes missing from the stream at offset 10; then 1 bytes missing from the stream at offset 21; "
+        "then 4998 more holes (4998 bytes)"
+    )
+    assert problem.skipped == 5000 * 11
