@@ -80,6 +80,8 @@ def parse(spec: str) -> Url:
     rest = spec[m.end() :]
     if SCHEMES[scheme] == "file":
         rest = "/" + rest.lstrip("/")
+    elif SCHEMES[scheme] != "hdfs" and (not rest or rest.startswith("/")):  # s3:///key: a bucket first, always
+        raise UsageProblem(f"{spec}: no bucket after {scheme}:// ({scheme}://BUCKET/...)")
     return Url(scheme, rest)
 
 

@@ -272,6 +272,8 @@ def test_typed_tables_overwrite_an_s3_out(s3: S3Server, tmp_path: Path) -> None:
             "ftp://host/x: unknown scheme ftp:// (known: s3://, s3a://, gs://, gcs://, hdfs://, file://, "
             "and local paths)",
         ),
+        (["stats", "s3:///x"], 2, "s3:///x: no bucket after s3:// (s3://BUCKET/...)"),
+        (["export", "examples/demo.ripple", "-o", "gs://"], 2, "gs://: no bucket after gs:// (gs://BUCKET/...)"),
     ],
 )
 def test_errors_are_one_line(s3_inputs: str, aws: dict[str, str], args: list[str], code: int, says: str) -> None:
