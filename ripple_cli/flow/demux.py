@@ -107,6 +107,10 @@ class Demux:
         # A held head's length when the detectors last saw it, and what they said.
         self._asked: dict[StreamId | None, tuple[int, str | Detection]] = {}
         self._held_ended: set[StreamId | None] = set()  # held directions whose end has come
+        # Held directions whose head stopped at a hole: the detectors see the
+        # bytes before it (across it, a message would read as garbage and
+        # every detector say no), and the bytes held after it count here.
+        self._cut: dict[StreamId | None, int] = {}
         self.undecoded: dict[StreamId, str] = {}  # streams left undecoded, and why
         self._analyzers: dict[int | None, ConnectionAnalyzer | None] = {}
         # Each analyzed connection's summary (ConnectionAnalyzer.report), with
@@ -277,12 +281,19 @@ class Demux:
         if stream not in held:
             held.append(stream)
         buf = self._pending_bytes.setdefault(stream, bytearray())
+        cut = False
         if isinstance(event, StreamData):
-            buf += event.data
+            if stream in self._cut:
+                self._cut[stream] += len(event.data)
+            else:
+                buf += event.data
+        elif isinstance(event, StreamGap) and stream not in self._cut:
+            self._cut[stream] = 0
+            cut = True  # the head is whole now: the detectors look at it once more
         if isinstance(event, StreamEnd):
             self._held_ended.add(stream)
         ended = all(s in self._held_ended for s in held)
-        if not ended and not self._worth_asking(held):
+        if not ended and not cut and not self._worth_asking(held):
             return  # not enough new bytes since the detectors last looked
         yield from self._judge(stream, held, ended)
 
@@ -292,7 +303,9 @@ class Demux:
         (or crossed a limit): what detection costs stays within a constant
         of the bytes held (a geometric sum), not their square."""
         for s in held:
-            n = len(self._pending_bytes.get(s, b""))
+            # What is held after a hole counts too (the limits are on all
+            # that is held); the detectors' verdict on the head is kept.
+            n = len(self._pending_bytes.get(s, b"")) + self._cut.get(s, 0)
             last = self._asked.get(s, (0, Detection.MORE))[0]
             if n > last and (n <= _ALWAYS_ASK or 8 * (n - last) >= last or any(last <= x < n for x in _LIMITS)):
                 return True
@@ -300,12 +313,12 @@ class Demux:
 
     def _judge(self, stream: StreamId | None, held: list[StreamId | None], ended: bool) -> Iterator[Output]:
         heads = {s: len(self._pending_bytes[s]) for s in held if self._pending_bytes.get(s)}
-        if not heads and not ended:
+        if not heads and not ended and not any(self._cut.get(s) for s in held):
             return  # nothing to look at yet
         said = {s: self._said(s, n) for s, n in heads.items()}
         client = next((v for s, v in said.items() if s is None or s.from_client), None)
         server = next((v for s, v in said.items() if s is not None and not s.from_client), None)
-        longest = max(heads.values(), default=0)
+        longest = max((len(self._pending_bytes.get(s, b"")) + self._cut.get(s, 0) for s in held), default=0)
         # The client's first bytes decide (they are the surer sign: a server's
         # answer may be a few bytes that several protocols could start with);
         # the server's only once the client's are no protocol's, or when the
@@ -355,6 +368,7 @@ class Demux:
         for s in self._held_streams.pop(conn, []):
             del self._pending[s]
             self._pending_bytes.pop(s, None)
+            self._cut.pop(s, None)
             self._asked.pop(s, None)
             self._held_ended.discard(s)
             if protocol is None and s is not None:
