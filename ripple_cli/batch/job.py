@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ripple_cli.codec.schema import Schema
 from ripple_cli.errors import EXIT_UNREADABLE, RippleError, UsageProblem
 from ripple_cli.sources.urls import is_url
+from ripple_cli.terminal.interrupts import take_interrupts
 
 from .inputs import InputFile
 from .plan import Plan, decode_plan, scan_tasks
@@ -41,6 +42,7 @@ from .tasks import RotatedPart, Settings, Task, rotated_frames, rotated_rows, ta
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark import SparkContext
     from pyspark.sql import DataFrame, SparkSession
     from rich.progress import Progress
 
@@ -85,13 +87,15 @@ class CtrlC:
     "reentrant call" tracebacks, and the run with exit status 3, not 130.
     A second Ctrl-C is KeyboardInterrupt at once."""
 
-    def __init__(self, spark: SparkSession) -> None:
-        self.spark = spark
+    def __init__(self, context: SparkContext, restore: Callable[[], None] = lambda: None) -> None:
+        """Installed over PySpark's handler as soon as the context is made;
+        `restore` puts back what was there before the session started."""
+        self.context = context
         self.fired = False
         self.done = False  # the run has taken the interruption (or stopped): no more to do
-        self._previous: Any = None
+        self._restore: Callable[[], None] | None = restore
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            signal.signal(signal.SIGINT, self._on_sigint)
 
     def _on_sigint(self, signum: int, frame: object) -> None:
         if self.fired:
@@ -104,24 +108,24 @@ class CtrlC:
         # after the first cancel (the next pass) is cancelled in its turn.
         while not self.done:
             with contextlib.suppress(Exception):  # the JVM may be going away
-                self.spark.sparkContext.cancelAllJobs()
+                self.context.cancelAllJobs()
             time.sleep(0.2)
 
     def restore(self) -> None:
         self.done = True
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
+        if self._restore is not None:
+            self._restore()
+            self._restore = None
 
 
 class Session:
     """A SparkSession, and whether this run started it (and so stops it)."""
 
-    def __init__(self, spark: SparkSession, owned: bool, log_path: str | None) -> None:
+    def __init__(self, spark: SparkSession, owned: bool, log_path: str | None, ctrl_c: CtrlC | None = None) -> None:
         self.spark = spark
         self.owned = owned
         self.log_path = log_path  # where the JVM's own output went
-        self.ctrl_c = CtrlC(spark) if owned else None
+        self.ctrl_c = ctrl_c
 
     def stop(self, keep_log: bool = False) -> None:
         if self.ctrl_c is not None:
@@ -184,6 +188,11 @@ def start_session(master: str | None, conf: Sequence[tuple[str, str]]) -> Sessio
         launch_conf.set(key, value)
     where = master or "Spark's default master"
     log_path: str | None = None
+    # Ctrl-C while the JVM starts (ten seconds and more) is KeyboardInterrupt
+    # (even when SIGINT came ignored, as a script's background job has it):
+    # what was started is stopped, and the command says it was interrupted.
+    restore = take_interrupts()
+    gateway: Any = None
     try:
         if under_submit:
             gateway = launch_gateway()  # type: ignore[no-untyped-call]
@@ -207,16 +216,70 @@ def start_session(master: str | None, conf: Sequence[tuple[str, str]]) -> Sessio
                 spark_conf.set(key, value)
         _python_for_workers(spark_conf, local=_is_local(where))
         sc = SparkContext(conf=spark_conf, gateway=gateway)
+        # At once over the handler SparkContext has just installed (which
+        # cancels from inside the handler: see CtrlC).
+        ctrl_c = CtrlC(sc, restore)
         sc.setLogLevel("ERROR")
         # (a master that never answers stops the context here, a minute on)
         spark = SparkSession(sc)
+    except KeyboardInterrupt:
+        _abandon(gateway)
+        restore()
+        if log_path is not None:
+            with contextlib.suppress(OSError):
+                os.remove(log_path)
+        raise
     except RippleError:
+        restore()
         raise
     except Exception as e:  # no Java, a bad master URL, a cluster that does not answer
+        restore()
         cause = (_jvm_cause(log_path) if log_path else None) or _first_line(e)
         named = f" (the JVM's log: {log_path})" if log_path else ""
         raise SparkFailed(f"spark: cannot start on {where}: {cause}{named}") from None
-    return Session(spark, owned=True, log_path=log_path)
+    return Session(spark, owned=True, log_path=log_path, ctrl_c=ctrl_c)
+
+
+def _abandon(gateway: Any) -> None:
+    """A start interrupted: the JVM goes now (it would go when this process
+    ends, its stdin closed), and PySpark forgets it, so that nothing in this
+    process uses a gateway half set up."""
+    from pyspark import SparkContext
+
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        with contextlib.suppress(OSError):
+            proc.kill()
+    elif gateway is None:
+        # Interrupted within launch_gateway, which keeps its Popen to
+        # itself: the JVM is the child running SparkSubmit (spark-class
+        # execs it).  It does not read its stdin before it is up: left, it
+        # would outlive this process.
+        _kill_spark_submit_children()
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+
+
+def _kill_spark_submit_children() -> None:
+    me = os.getpid()
+    try:
+        children = open(f"/proc/{me}/task/{me}/children").read().split()  # noqa: SIM115 - a proc file
+        with open(f"/proc/{me}/cmdline", "rb") as f:
+            mine = f.read()
+    except OSError:
+        return  # not Linux: the JVM goes when it finds its stdin closed
+    for pid in children:
+        with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+            # Forked and not yet the spark-submit script (its command line is
+            # still this process's, or none), the script, spark-class it
+            # execs, or the JVM spark-class execs.
+            launcher = b"org.apache.spark.deploy.SparkSubmit" in cmdline or b"spark-submit" in cmdline
+            if launcher or cmdline in (mine, b""):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def _is_local(master: str) -> bool:

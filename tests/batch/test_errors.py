@@ -169,3 +169,57 @@ def test_ctrl_c_during_a_spark_export(tmp_path: Path) -> None:
     stdout, stderr = proc.communicate(timeout=300)
     assert (proc.returncode, stdout, stderr.decode()) == (130, b"", f"ripple: export: interrupted: {out} removed\n")
     assert not out.exists()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.jvm
+@pytest.mark.parametrize("command", ["export", "stats"])
+def test_ctrl_c_while_spark_starts(tmp_path: Path, command: str) -> None:
+    """Ctrl-C before the session is up (the JVM takes seconds to start),
+    sent to a ripple started with SIGINT ignored, as a script's background
+    job is (`ripple export ... &`): it was lost (the run went on to its
+    end), or a second one gave py4j's tracebacks and exit status 3.  Now:
+    one line, exit status 130, and no JVM left behind."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    args = [command, "-q", "--master", "local[1]", DEMO] + (["-o", str(out)] if command == "export" else [])
+    # Its own JVM: not the gateway of a session this process may have started.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    deadline = time.monotonic() + 300
+    while not _children(proc.pid):  # the JVM is starting
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    jvms = _children(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    said = f"ripple: export: interrupted: {out} removed\n" if command == "export" else "ripple: stats: interrupted\n"
+    assert (proc.returncode, stdout, stderr.decode()) == (130, b"", said)
+    assert not out.exists()
+    for pid in jvms:  # gone, or a zombie of init's until it is reaped
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                        break
+            except OSError:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"JVM {pid} outlived ripple")

@@ -12,7 +12,7 @@ from ripple_cli.batch.siblingcount import Tally, sibling_records
 from ripple_cli.batch.stats import BY_CHOICES, NS, StatsOptions
 from ripple_cli.cli.batch_options import batch_options
 from ripple_cli.cli.options import Number, OutputPath, group
-from ripple_cli.errors import InputUnreadable
+from ripple_cli.errors import EXIT_INTERRUPTED, InputUnreadable
 from ripple_cli.terminal.environment import Environment
 
 MAX_TOP = 2**31 - 1
@@ -96,13 +96,17 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
         report, timelines = run_stats_local(rows, figures, plots=plot_dir is not None)
         how = " in-process, without Spark;"
     else:
-        with run.spark() as (session, watcher):
-            from ripple_cli.batch import job
+        try:
+            with run.spark() as (session, watcher):
+                from ripple_cli.batch import job
 
-            plan = run.plan(session, watcher)
-            frame, counters = run.frame(session, plan, siblings=True)
-            report, timelines = job.run_stats(session.spark, frame, figures, plots=plot_dir is not None)
-            tallies = counters.siblings.value
+                plan = run.plan(session, watcher)
+                frame, counters = run.frame(session, plan, siblings=True)
+                report, timelines = job.run_stats(session.spark, frame, figures, plots=plot_dir is not None)
+                tallies = counters.siblings.value
+        except KeyboardInterrupt:  # the Spark jobs are cancelled (batch/job.py CtrlC): say so as export does
+            env.problem_line("ripple: stats: interrupted")
+            return EXIT_INTERRUPTED
     report["siblings"] = sibling_records(tallies)
     # Every input, those that gave no row (empty, or sibling protocols only) too.
     report["overview"]["files"] = len(run.inputs)
