@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -38,6 +39,23 @@ def binary_output(path: str | None, env: Environment) -> Iterator[BinaryIO]:
         # Written through, as a redirection would: the rename below would
         # put a file in the link's place and leave its target as it was.
         path = os.path.realpath(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None  # not there yet (or not to be seen): the rename below says why if it cannot be
+    if mode is not None and stat.S_ISDIR(mode):
+        raise InputUnreadable(f"{path}: is a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        # A device, a FIFO, a socket (-o /dev/null, -o /dev/stdout, a named
+        # pipe): written as a redirection writes it.  The rename would put a
+        # regular file in its place (as root, a /dev/null that fills up).
+        try:
+            f = open(path, "wb")  # noqa: SIM115 - closed below, after the caller's writes
+        except OSError as e:
+            raise InputUnreadable(f"{path}: cannot write: {e.strerror or e}") from None
+        with f:
+            yield f
+        return
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".ripple-", dir=directory)

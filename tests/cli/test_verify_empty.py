@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import EXAMPLES, run_cli
 from tests.replay.pcap import Connection, build_pcap
 
@@ -154,6 +156,34 @@ def test_junit_and_encode_write_through_a_link(tmp_path: Path) -> None:
     text = run_cli(["decode", str(EXAMPLES / "session.ripple")]).stdout
     assert run_cli(["encode", "-o", str(out_link)], stdin=text).code == 0
     assert os.path.islink(out_link) and out.read_bytes() == (EXAMPLES / "session.ripple").read_bytes()
+
+
+@pytest.mark.parametrize("command", ["encode", "junit", "wireshark"])
+def test_a_fifo_or_a_device_as_the_output_is_written_not_replaced(tmp_path: Path, command: str) -> None:
+    """-o /dev/null, a named pipe: written as a redirection writes them.
+    The temporary file renamed into place replaced them with a regular file
+    (as root, /dev/null became a file that filled up)."""
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    session = EXAMPLES / "session.ripple"
+    if command == "encode":
+        r = run_cli(["encode", "-o", str(fifo)], stdin=run_cli(["decode", str(session)]).stdout)
+    elif command == "junit":
+        r = run_cli(["verify", "--junit", str(fifo), str(session)])
+    else:
+        r = run_cli(["wireshark", "-o", str(fifo), str(session)])
+    reader.join(timeout=60)
+    assert r.code == 0, r.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe
+    expected = {"encode": session.read_bytes(), "junit": b"<?xml", "wireshark": b"--"}[command]
+    assert got and got[0].startswith(expected), got[:1]
 
 
 def test_the_empty_mark_follows_the_input_not_its_name() -> None:
