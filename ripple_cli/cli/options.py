@@ -184,8 +184,12 @@ class MessageTypeName(click.ParamType):  # type: ignore[type-arg]
         return [CompletionItem(t) for t in names if t.lower().startswith(prefix)]
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from ripple_cli.protocols.ripple.message import SHORT_TYPES
+
         known = self.known()
         by_lower = {k.lower(): k for k in known}
+        # The table's short names (Negotiation, Ckpt_ack) name their types too.
+        by_lower.update({short.lower(): name for name, short in SHORT_TYPES.items()})
         if str(value).lower() in by_lower:
             return by_lower[str(value).lower()]
         import difflib

@@ -392,6 +392,13 @@ def test_shell_completion() -> None:
     assert b"_ripple_completion()" in script.stdout
 
 
+def test_type_takes_the_short_names_the_table_shows() -> None:
+    for short, full in (("Negotiation", "Schema_negotiation"), ("ckpt_ack", "Checkpoint_ack")):
+        by_short = run_cli(["decode", "--type", short, str(DEMO)])
+        by_name = run_cli(["decode", "--type", full, str(DEMO)])
+        assert by_short.code == 0 and by_short.stdout == by_name.stdout != b""
+
+
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
