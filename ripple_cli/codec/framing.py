@@ -209,7 +209,10 @@ class FrameDecoder:
             return "bad_magic", f"bad magic {head.hex(' ')} (expected 52 49 50 50, RIPP)"
         magic, version, _tag, _flags, _seq, _time, _fp, length = HEADER.unpack_from(buf, p)
         if magic != MAGIC:
-            return "bad_magic", f"bad magic {magic.hex(' ')} (expected 52 49 50 50, RIPP)"
+            hint = ""
+            if self._base + p == 0 and magic.startswith(b"(("):  # what `ripple decode` prints, given back to it
+                hint = ": this looks like s-expression text, which `ripple encode` turns into a stream"
+            return "bad_magic", f"bad magic {magic.hex(' ')} (expected 52 49 50 50, RIPP){hint}"
         if version != VERSION:
             return "bad_version", f"unsupported protocol version {version} (only {VERSION} is supported)"
         if length < 0 or length > self.max_payload:

@@ -506,3 +506,12 @@ def test_encode_output_file_mode(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert out.stat().st_mode & 0o777 == 0o644
+
+
+def test_decode_given_the_text_it_prints_says_what_would_read_it() -> None:
+    r = run_cli(["decode", str(EXAMPLES / "demo.sexp")])
+    assert r.code == 1
+    assert r.stderr.splitlines()[0].endswith(
+        "error: offset 0: bad magic 28 28 73 65 (expected 52 49 50 50, RIPP): this looks like s-expression text, "
+        "which `ripple encode` turns into a stream; skipped 82801 bytes to offset 82801"
+    )
