@@ -508,6 +508,27 @@ class Reassembler:
         j = bisect_right(starts, off) - 1
         if j < 0 or starts[j] + len(segs[j][0]) <= off:
             j += 1
+        if off == d.delivered and j < len(starts) and starts[j] < end:
+            # In order, over bytes held ahead of a hole: the in-order copy is
+            # what the receiver's application reads (Linux trims what it
+            # held out of order to what came in order), so it is kept.
+            seen = True
+            k = j
+            tail: tuple[bytes, int] | None = None
+            while k < len(starts) and starts[k] < end:
+                s, (old, t) = starts[k], segs[k]
+                b = min(s + len(old), end)
+                if data[s - off : b - off] != old[: b - s]:
+                    self._conflict(d, s, b, time_ns, kept="the in-order copy")
+                if s + len(old) > end:
+                    tail = (old[end - s :], t)
+                d.buffered -= len(old)
+                k += 1
+            del starts[j:k], segs[j:k]
+            if tail is not None:
+                starts.insert(j, end)
+                segs.insert(j, tail)
+                d.buffered += len(tail[0])
         while j < len(starts) and starts[j] < end:
             s = starts[j]
             old = segs[j][0]
@@ -626,13 +647,13 @@ class Reassembler:
         if lo >= 0:
             self._conflict(d, lo, hi, time_ns)
 
-    def _conflict(self, d: _Direction, a: int, b: int, time_ns: int) -> None:
+    def _conflict(self, d: _Direction, a: int, b: int, time_ns: int, kept: str = "the first copy") -> None:
         self._out.append(
             CaptureNote(
                 d.stream,
                 time_ns,
                 "conflicting_overlap",
-                f"a retransmission differs from the first copy within stream offsets {a}..{b}; the first copy is kept",
+                f"a retransmission differs from the first copy within stream offsets {a}..{b}; {kept} is kept",
                 error=True,
             )
         )

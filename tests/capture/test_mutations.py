@@ -105,21 +105,26 @@ def test_conflicting_overlap_after_keeps_the_first_copy(tmp_path: Path, lo_captu
     assert f"offsets {start}.." in note.detail
 
 
-def test_conflicting_overlap_before_keeps_the_first_copy(tmp_path: Path, lo_capture: Capture) -> None:
-    """The altered copy comes first (out of order, buffered): it is kept, and
-    the genuine segments are reported when they conflict with it."""
+def test_conflicting_overlap_before_is_kept_where_nothing_came_in_order(tmp_path: Path, lo_capture: Capture) -> None:
+    """The altered copy comes first (out of order, held past the hole that
+    segment i fills): where segment i then comes in order, its bytes are
+    kept, as a receiver's application reads them; the altered bytes past
+    its end follow on and are kept, and the genuine segment i+1 is reported
+    where it conflicts with them (the first copy kept, delivered)."""
     pkts, ex = _demo(lo_capture)
     data = data_indices(pkts, ex.client_port)
     i = data[5]
     pkts = overlap(pkts, i, i, conflicting=True)
-    forged = pkts[i]
+    forged, genuine = pkts[i], pkts[i + 1]
     res = _read(tmp_path, pkts)
     conn = res.by_client_port(ex.client_port)
     start = stream_offset(pkts, i)
+    end_i = stream_offset(pkts, i + 1) + len(genuine.payload)
     expected = bytearray(ex.sent)
-    expected[start : start + len(forged.payload)] = forged.payload
+    expected[end_i : start + len(forged.payload)] = forged.payload[end_i - start :]
     assert conn.c2s.pieces == [bytes(expected)]
     assert [n.kind for n in res.notes] == ["conflicting_overlap", "conflicting_overlap"]
+    assert [n.detail.rsplit("; ", 1)[1] for n in res.notes] == ["the in-order copy is kept", "the first copy is kept"]
     assert all(n.error for n in res.notes)
 
 

@@ -209,6 +209,29 @@ def test_conflicting_retransmission_of_delivered_bytes() -> None:
     assert pieces(events, "1:c2s") == [b"hello world"]
 
 
+def test_in_order_bytes_win_over_bytes_held_ahead_of_a_hole() -> None:
+    """An out-of-order segment held past a hole, then the in-order segment
+    that fills the hole and overlaps it with other bytes: a receiver's
+    application reads the in-order copy (Linux trims what it held), checked
+    with a real receiver in a network namespace; the held bytes past the
+    overlap still count."""
+    events = run([seg(0, flags=SYN), seg(11, b"KLMNOP"), seg(1, b"abcdefghijklm")])
+    notes = [e for e in events if isinstance(e, CaptureNote)]
+    assert [(n.kind, n.error) for n in notes] == [("conflicting_overlap", True)]
+    assert notes[0].detail.endswith("within stream offsets 10..13; the in-order copy is kept")
+    assert b"".join(pieces(events, "1:c2s")) == b"abcdefghijklmNOP"
+
+
+def test_a_held_segment_inside_the_in_order_one_gives_way_whole() -> None:
+    """XY held inside what comes in order gives way; z, held just past it,
+    follows on, and a later copy of its byte is a retransmission of
+    delivered bytes: the first copy kept."""
+    events = run([seg(0, flags=SYN), seg(4, b"XY"), seg(9, b"z"), seg(1, b"abcdefgh"), seg(9, b"ij")])
+    assert b"".join(pieces(events, "1:c2s")) == b"abcdefghzj"
+    details = [e.detail for e in events if isinstance(e, CaptureNote)]
+    assert [d.rsplit("; ", 1)[1] for d in details] == ["the in-order copy is kept", "the first copy is kept"]
+
+
 def test_keepalive_probe_is_not_a_conflict() -> None:
     events = run([seg(0, flags=SYN), seg(1, b"abc"), seg(3, b"\x00")])
     assert not [e for e in events if isinstance(e, CaptureNote)]
