@@ -167,48 +167,37 @@ def test_ctrl_c_on_decode_says_so_in_one_line(tmp_path: Path) -> None:
     assert err == "ripple: interrupted\n"
 
 
+def _typed_at_a_terminal(args: list[str], cwd: Path, typed: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """ripple ARGS with a real pty as its standard input, `typed` already
+    typed there."""
+    import pty
+
+    leader, follower = pty.openpty()
+    os.write(leader, typed)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "ripple_cli", *args], stdin=follower, capture_output=True, cwd=cwd, timeout=60
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
 @pytest.mark.parametrize(
     "args",
     [["decode"], ["decode", "-F", "json", "-"], ["verify", "-"], ["schema", "extract", "-o", "out", "-"]],
 )
 def test_a_terminal_as_standard_input_is_refused_where_bytes_are_read(tmp_path: Path, args: list[str]) -> None:
     """Nobody types a binary stream: a command that would wait for one says
-    so at once (a real pty as stdin), with exit status 3."""
-    import pty
-
-    leader, follower = pty.openpty()
-    try:
-        r = subprocess.run(
-            [sys.executable, "-m", "ripple_cli", *args],
-            stdin=follower,
-            capture_output=True,
-            cwd=tmp_path,
-            timeout=60,
-        )
-    finally:
-        os.close(leader)
-        os.close(follower)
+    so at once, with exit status 3."""
+    r = _typed_at_a_terminal(args, tmp_path)
     assert r.returncode == 3
     assert r.stderr == b"ripple: <stdin>: is a terminal: name a FILE, or send the bytes through a pipe\n"
 
 
 def test_encode_reads_text_typed_at_a_terminal(tmp_path: Path) -> None:
     """encode's input is text: typed at a terminal, it is read (here, the
-    end of input at once: no message, an empty stream)."""
-    import pty
-
-    leader, follower = pty.openpty()
-    os.write(leader, b"\x04")  # Ctrl-D: the end of what is typed
-    try:
-        r = subprocess.run(
-            [sys.executable, "-m", "ripple_cli", "encode", "-o", "out.ripple"],
-            stdin=follower,
-            capture_output=True,
-            cwd=tmp_path,
-            timeout=60,
-        )
-    finally:
-        os.close(leader)
-        os.close(follower)
+    end of input at once, Ctrl-D: no message, an empty stream)."""
+    r = _typed_at_a_terminal(["encode", "-o", "out.ripple"], tmp_path, typed=b"\x04")
     assert (r.returncode, r.stderr) == (0, b"")
     assert (tmp_path / "out.ripple").read_bytes() == b""
