@@ -77,7 +77,8 @@ def dissected(tmp: Path, pcap: Path, stream: bytes) -> Captured:
     ripple("wireshark", pcap, "-o", lua)
     port = int(tshark(lua, pcap, "-T", "fields", "-e", "tcp.dstport", "-c", "1").strip())
     schemas = {s.fingerprint: s for _, s in schemas_in_input("-", Environment(stdin=io.BytesIO(stream)), 1 << 24)}
-    return Captured(pcap, lua, schemas, port, jsonl(pcap), envelopes(tshark(lua, pcap, "-T", "pdml")))
+    pdml = tshark(lua, pcap, "-T", "pdml", in_any_order=True)
+    return Captured(pcap, lua, schemas, port, jsonl(pcap), envelopes(pdml))
 
 
 @pytest.fixture(scope="module")
