@@ -125,7 +125,8 @@ class CaptureNote:
     The kinds the capture readers give: `bad_capture` (error: the file is
     damaged; reading resumes at the next plausible record, if any),
     `unsupported_linktype` (error), `capture_truncated` (the file ends
-    inside a record), `pcap_header` (a second pcap file header: files
+    inside a record), `snap_length` (packets cut short when captured,
+    counted at the end), `pcap_header` (a second pcap file header: files
     joined), `ip_fragment` (an IP datagram whose fragments did not all
     arrive), `fragment_overlap` and `bad_fragment` (errors: fragments that
     conflict; capture/fragments.py), `conflicting_overlap` (error: a

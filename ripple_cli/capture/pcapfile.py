@@ -104,6 +104,40 @@ def _bad(time_ns: int | None, detail: str, skipped: int = 0) -> CaptureNote:
     return CaptureNote(None, time_ns, "bad_capture", detail, error=True, skipped=skipped)
 
 
+class _Cut:
+    """Packets a capture kept only the start of (its record's captured
+    length under the packet's): what a stream misses without them is a hole,
+    and the note at the end says where the holes came from.  It names the
+    most bytes kept of such a packet, not the header's snap length, which
+    tools that cut packets afterwards (editcap -s) leave as it was."""
+
+    __slots__ = ("kept", "packets", "time_ns")
+
+    def __init__(self) -> None:
+        self.packets = 0
+        self.kept = 0
+        self.time_ns: int | None = None
+
+    def add(self, caplen: int, time_ns: int) -> None:
+        self.packets += 1
+        self.kept = max(self.kept, caplen)
+        self.time_ns = time_ns
+
+    def undo(self) -> None:
+        """The last packet counted was not cut but damaged: a pcap record
+        whose length field was made short, so that garbage follows it."""
+        self.packets -= 1
+
+    def note(self) -> CaptureNote:
+        return CaptureNote(
+            None,
+            self.time_ns,
+            "snap_length",
+            f"{plural(self.packets, 'packet')} cut short when captured (at most {plural(self.kept, 'byte')} "
+            "kept of each): what they lost is missing from their streams (capture with tcpdump -s 0)",
+        )
+
+
 def _resumed(offset: int, resumed: int | None) -> int:
     return 0 if resumed is None else resumed - offset
 
@@ -195,7 +229,15 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
     """The frames of a pcap file (either byte order, microsecond or
     nanosecond timestamps).  `head`: bytes already read from `f` (the magic).
     Files joined by `cat` are read on: each header after the first is noted
-    (a warning) and says how to read the records after it."""
+    (a warning) and says how to read the records after it.  Packets cut
+    short by the snap length are counted in one note at the end."""
+    cut = _Cut()
+    yield from _pcap_records(f, head, cut)
+    if cut.packets:
+        yield cut.note()
+
+
+def _pcap_records(f: BinaryIO, head: bytes, cut: _Cut) -> Iterator[LinkFrame | CaptureNote]:
     inp = _Input(f, head)
     if not inp.refill(0, 24):
         yield _truncated(None, 0, "the pcap file header", 24, len(inp.buf))
@@ -212,6 +254,7 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
     pos = 24
     time_ns = 0
     seen: int | None = None  # time_ns once a record was read: what notes give as their time
+    cut_end = -1  # the file offset where the last record counted as cut ends
     # The loop's names for what the header says (locals: faster per record).
     unpack, magic_secs, limit, scale, linktype = hdr.unpack, hdr.magic_secs, hdr.limit, hdr.scale, hdr.linktype
 
@@ -257,6 +300,8 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
                 continue
         if caplen > limit or caplen > origlen:
             offset = inp.base + pos
+            if offset == cut_end:
+                cut.undo()
             why = f"length {caplen} is more than {limit}" if caplen > limit else f"length {caplen} > {origlen}"
             found = _resync(inp, pos, plausible)
             resumed = None if found is None else inp.base + found
@@ -276,6 +321,9 @@ def read_pcap(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureNot
                 return
             buf, pos, end = inp.buf, 0, 16 + caplen
         time_ns = seen = sec * 1_000_000_000 + frac * scale
+        if caplen < origlen:
+            cut.add(caplen, time_ns)
+            cut_end = inp.base + end
         yield (time_ns, linktype, buf[pos + 16 : end])
         pos = end
 
@@ -340,7 +388,16 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
     """The frames of a pcapng file: every section (each with its own byte
     order) and every interface (each with its own link type and timestamp
     resolution); Enhanced, Simple and obsolete Packet Blocks.  A Simple
-    Packet Block has no timestamp: it gets the previous packet's time."""
+    Packet Block has no timestamp: it gets the previous packet's time.
+    Packets cut short by the snap length are counted in one note at the
+    end."""
+    cut = _Cut()
+    yield from _pcapng_blocks(f, head, cut)
+    if cut.packets:
+        yield cut.note()
+
+
+def _pcapng_blocks(f: BinaryIO, head: bytes, cut: _Cut) -> Iterator[LinkFrame | CaptureNote]:
     inp = _Input(f, head)
     buf = inp.buf
     pos = 0
@@ -417,9 +474,9 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
             continue
         if btype in (_BT_EPB, _BT_OPB):
             if btype == _BT_EPB:
-                iface_id, ts_high, ts_low, caplen = struct.unpack_from(order + "IIII", buf, pos + 8)
+                iface_id, ts_high, ts_low, caplen, origlen = struct.unpack_from(order + "IIIII", buf, pos + 8)
             else:
-                iface_id, _drops, ts_high, ts_low, caplen = struct.unpack_from(order + "HHIII", buf, pos + 8)
+                iface_id, _drops, ts_high, ts_low, caplen, origlen = struct.unpack_from(order + "HHIIII", buf, pos + 8)
             if caplen > blen - 32:
                 yield _bad(seen, f"bad pcapng packet block at offset {offset}: length {caplen}; skipped")
             elif iface_id >= len(interfaces):
@@ -427,6 +484,8 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
             else:
                 iface = interfaces[iface_id]
                 time_ns = seen = iface.to_ns((ts_high << 32) | ts_low) + iface.offset_ns
+                if caplen < origlen:
+                    cut.add(caplen, time_ns)
                 yield (time_ns, iface.linktype, buf[pos + 28 : pos + 28 + caplen])
         elif btype == _BT_SPB:
             if not interfaces:
@@ -435,6 +494,8 @@ def read_pcapng(f: BinaryIO, head: bytes = b"") -> Iterator[LinkFrame | CaptureN
                 (origlen,) = struct.unpack_from(order + "I", buf, pos + 8)
                 iface = interfaces[0]
                 caplen = min(origlen, blen - 16, iface.snaplen or MAX_BLOCK)
+                if caplen < origlen:
+                    cut.add(caplen, time_ns)
                 yield (time_ns, iface.linktype, buf[pos + 12 : pos + 12 + caplen])
         elif btype == _BT_SHB:
             major = struct.unpack_from(order + "H", buf, pos + 12)[0]

@@ -34,6 +34,7 @@ from ripple_cli.protocols import registry as protocols
 from ripple_cli.protocols.base import ConnectionAnalyzer, Detection, StreamDissector
 from ripple_cli.protocols.item import Item, Progress, Run
 from ripple_cli.protocols.origin import Origin
+from ripple_cli.terminal.words import plural
 
 Output = tuple[Origin, Item]
 DETECT_LIMIT = 1 << 20  # bytes a direction may show before every detector's "no" is final
@@ -339,6 +340,9 @@ class Demux:
         refused = not undecided and (both or longest > DETECT_LIMIT) and not isinstance(server, str)
         if ended or refused or longest > UNDECIDED_LIMIT:
             why = "no protocol recognised" + (f" in {longest} bytes" if longest else "")
+            cut = [len(self._pending_bytes.get(s, b"")) for s in held if s in self._cut]
+            if cut:  # the detectors saw only what came before the hole: say so (a short snap length, often)
+                why = f"no protocol recognised in the {plural(max(cut), 'byte')} before a hole"
             yield from self._decide(stream, self.choice.fallback(stream), why)
             return
 

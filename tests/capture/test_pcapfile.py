@@ -351,3 +351,37 @@ def test_unsupported_link_type_names_the_file_once(tmp_path: Path) -> None:
 def test_frame_events_from_frames_read_elsewhere(lo_capture: Capture) -> None:
     frames = [(t, 1, frame) for t, frame in _records(lo_capture)]
     assert_exchanges(collect(frame_events(iter(frames), "tap", CaptureOptions())), lo_capture.exchanges)
+
+
+def test_packets_cut_short_are_counted_in_one_note_at_the_end() -> None:
+    """Enhanced Packet Blocks whose captured length is under the packet's,
+    and Simple ones cut by their interface's snap length: one warning at the
+    end naming how many and the most bytes kept of one."""
+    frame = bytes(range(200))
+    epb_cut = struct.pack("<IIIII", 0, 0, 7, 100, 200) + frame[:100]
+    idb_snap = _block("<", 1, struct.pack("<HHI", 1, 0, 150))
+    data = b"".join(
+        [
+            _shb("<"),
+            _idb("<", 1),
+            _epb("<", 0, 5, frame),
+            _block("<", 6, epb_cut),
+            _shb("<"),
+            idb_snap,
+            _block("<", 3, struct.pack("<I", 200) + frame),
+            _spb("<", frame[:120]),
+        ]
+    )
+    items = list(read_pcapng(io.BytesIO(data)))
+    assert [len(i[2]) for i in items if isinstance(i, tuple)] == [200, 100, 150, 120]
+    assert [i for i in items if not isinstance(i, tuple)] == [
+        CaptureNote(
+            None,
+            7000,  # the last cut packet's time: a Simple block's is the one before it
+            "snap_length",
+            "2 packets cut short when captured (at most 150 bytes kept of each): "
+            "what they lost is missing from their streams (capture with tcpdump -s 0)",
+        )
+    ]
+    whole = pcap_bytes([(1, frame), (2, frame)])
+    assert all(isinstance(i, tuple) for i in read_pcap(io.BytesIO(whole)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import subprocess
 import sys
 import threading
@@ -236,3 +237,41 @@ def test_mutated_capture_loses_only_what_the_holes_touch(one_connection: tuple[P
     ]
     assert r.stdout.splitlines(keepends=True) == expected
     assert len(expected) < 300
+
+
+def _cut_records(path: Path) -> tuple[int, int]:
+    """(records whose captured length is under the packet's, the most bytes kept of one)."""
+    data = path.read_bytes()
+    assert data[:4] == b"\xd4\xc3\xb2\xa1"  # tcpdump's pcap, this machine's (little-endian) order
+    pos, cut, kept = 24, 0, 0
+    while pos < len(data):
+        caplen, origlen = struct.unpack_from("<II", data, pos + 8)
+        if caplen < origlen:
+            cut, kept = cut + 1, max(kept, caplen)
+        pos += 16 + caplen
+    return cut, kept
+
+
+@pytest.mark.parametrize("snaplen", [72, 200])
+def test_a_short_snap_length_is_said_once(tmp_path: Path, snaplen: int) -> None:
+    """tcpdump -s cuts the packets: each stream then has holes.  With 6
+    payload bytes kept of each packet no protocol can be recognised, and
+    decode used to print nothing and exit 0; with 134 the holes are errors
+    with no cause given.  A warning now says where the holes come from."""
+    path = tmp_path / "snap.pcap"
+    capture_conversation(path, [(DEMO, answer_bytes(tmp_path))], 3, extra=["-s", str(snaplen)])
+    cut, kept = _cut_records(path)
+    assert cut > 0 and kept == snaplen
+    warning = (
+        f"ripple: {path}: warning: {cut} packets cut short when captured (at most {kept} bytes kept of each): "
+        "what they lost is missing from their streams (capture with tcpdump -s 0)\n"
+    )
+    r = run_cli(["decode", str(path)], width=1000)
+    if snaplen == 72:
+        assert (r.code, r.text, r.stderr) == (0, "", warning)
+        ends = connections(path)
+        assert "no protocol recognised in the 6 bytes before a hole" in ends["1:c2s"]
+    else:
+        assert r.code == 1
+        assert r.stderr.startswith(warning)
+        assert "bytes missing from the stream" in r.stderr
