@@ -645,10 +645,17 @@ static void upstream_connected(Relay *r, Conn *c) {
 
 static void upstream_unreachable(Relay *r, Conn *c) {
     char detail[1024];
-    const char *why = r->nups == 0 ? r->resolve_error : strerror(c->last_errno);
-    snprintf(detail, sizeof detail, "connection from %s closed: upstream %s unreachable: %s", c->client_text,
-             r->upstream_text, why);
-    note(r, "upstream_unreachable", detail);
+    if (r->nups > 0 && (c->last_errno == EMFILE || c->last_errno == ENFILE)) {
+        /* The tap's limit, not the upstream's fault: say which. */
+        snprintf(detail, sizeof detail, "connection from %s closed: no descriptor left to dial upstream %s: %s (ulimit -n)",
+                 c->client_text, r->upstream_text, strerror(c->last_errno));
+        note(r, "fd_limit", detail);
+    } else {
+        const char *why = r->nups == 0 ? r->resolve_error : strerror(c->last_errno);
+        snprintf(detail, sizeof detail, "connection from %s closed: upstream %s unreachable: %s", c->client_text,
+                 r->upstream_text, why);
+        note(r, "upstream_unreachable", detail);
+    }
     c->connecting = 0;
     c->closing = 1;
     side_close(r, &c->upstream, 0);

@@ -8,6 +8,8 @@ from __future__ import annotations
 TAP_KINDS = {
     "refused": "a connection beyond --max-connections, closed as soon as it was accepted (a warning)",
     "upstream_unreachable": "a connection whose upstream could not be reached, reset (a warning)",
+    "fd_limit": "the limit on open files is short of --max-connections (at the start), or a connection reset "
+    "for want of a descriptor to dial its upstream (a warning)",
     "relay_died": "the relay process ended unexpectedly (an error)",
     "tcpdump_failed": "tcpdump stopped with an error (an error)",
 }

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import resource
 import signal
 import socket
 import stat
@@ -231,12 +233,19 @@ class _Conn:
                 lambda: self.upstream, cfg.upstream_host, cfg.upstream_port
             )
         except OSError as e:
-            self.relay.sink.note(
-                "upstream_unreachable",
-                f"connection from {_text(_hostport(peer))} closed: upstream "
-                f"{_text([cfg.upstream_host, cfg.upstream_port])} unreachable: "
-                + (os.strerror(e.errno) if e.errno else str(e)),  # asyncio's strerror repeats the address
-            )
+            upstream = _text([cfg.upstream_host, cfg.upstream_port])
+            why = os.strerror(e.errno) if e.errno else str(e)  # asyncio's strerror repeats the address
+            if e.errno in (errno.EMFILE, errno.ENFILE):  # the tap's limit, not the upstream's fault
+                self.relay.sink.note(
+                    "fd_limit",
+                    f"connection from {_text(_hostport(peer))} closed: no descriptor left to dial upstream "
+                    f"{upstream}: {why} (ulimit -n)",
+                )
+            else:
+                self.relay.sink.note(
+                    "upstream_unreachable",
+                    f"connection from {_text(_hostport(peer))} closed: upstream {upstream} unreachable: {why}",
+                )
             self.closing = True
             self.relay.conns.discard(self)
             _reset(self.client.transport)
@@ -345,6 +354,40 @@ class _Pipe(asyncio.Protocol):
         (self.stop if self.asked else self.orphaned).set()
 
 
+# Descriptors besides two a connection: the listeners, the records' pipes,
+# the loop's own (epoll, Python's), with room to spare.
+_FD_SPARE = 64
+
+
+def fd_room(max_connections: int) -> str | None:
+    """Raises the soft limit on open descriptors toward what
+    --max-connections needs (two a connection), as servers do: a soft limit
+    of 1024 (the usual default; the hard one is higher) would relay about
+    500 connections and reset the rest.  Returns a warning when even the
+    hard limit is short."""
+    need = 2 * max_connections + _FD_SPARE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return None
+    room = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (room, hard))
+        soft = room
+    if soft >= need:
+        return None
+    return (
+        f"--max-connections {max_connections} needs {need} open files, and the limit is {soft} (ulimit -n): "
+        f"about {max(soft - _FD_SPARE, 0) // 2} connections can be relayed at once, later ones wait or are reset"
+    )
+
+
+def _fd_note(cfg: RelayConfig) -> bytes:
+    warning = fd_room(cfg.max_connections)
+    if warning is None:
+        return b""
+    return pack_json(NOTE, {"kind": "fd_limit", "detail": warning, "error": False}, 0, time.time_ns())
+
+
 async def serve(cfg: RelayConfig, out_fd: int, in_fd: int) -> int:
     loop = asyncio.get_running_loop()
     stop, orphaned = asyncio.Event(), asyncio.Event()
@@ -364,7 +407,10 @@ async def serve(cfg: RelayConfig, out_fd: int, in_fd: int) -> int:
         await _drain(out)
         return 1
     addresses = [_text(_hostport(s.getsockname())) for s in server.sockets]
+    note = _fd_note(cfg)  # before LISTENING: no connection comes under the old limit
     sink.control(pack_json(LISTENING, {"addresses": addresses}))
+    if note:
+        sink.control(note)
     await loop.connect_read_pipe(lambda: _Pipe(stop, orphaned), os.fdopen(in_fd, "rb", buffering=0))
     ended = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(orphaned.wait())]
     await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
@@ -450,7 +496,8 @@ def serve_c(loop: ModuleType, cfg: RelayConfig, out_fd: int, in_fd: int) -> int:
         _write_all(out_fd, pack(ERROR, payload=f"tap: cannot listen on {where}: {why}".encode()))
         return 1
     addresses = [_text(_hostport(s.getsockname())) for s in socks]
-    _write_all(out_fd, pack_json(LISTENING, {"addresses": addresses}))
+    note = _fd_note(cfg)  # before LISTENING: no connection comes under the old limit
+    _write_all(out_fd, pack_json(LISTENING, {"addresses": addresses}) + note)
     upstreams, unresolved = _upstreams(cfg)
     fds = [s.detach() for s in socks]  # the C loop owns and closes them
     upstream_text = _text([cfg.upstream_host, cfg.upstream_port])

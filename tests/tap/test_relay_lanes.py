@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import resource
 import socket
 import struct
 import subprocess
@@ -87,6 +88,7 @@ def relay(
     max_connections: int = 16,
     read: bool = True,
     pace: float = 0.0,
+    nofile: tuple[int, int] | None = None,
 ) -> Iterator[RelayRun]:
     """The relay process, listening on a free port of 127.0.0.1.  With
     read=False nobody reads its records until `start_reading`; with `pace`
@@ -98,6 +100,7 @@ def relay(
         stdout=subprocess.PIPE,
         env=_lane_env(lane),
         cwd=ROOT,
+        preexec_fn=None if nofile is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile),
     )
     assert proc.stdout is not None
     records = read_records(cast(BinaryIO, proc.stdout))
@@ -477,3 +480,66 @@ def test_records_to_anything_but_a_pipe_is_one_line_and_exit_2(lane: str, tmp_pa
         )
     assert r.returncode == 2
     assert r.stderr == b"ripple: tap: relay: its stdout must be a pipe (ripple tap starts it)\n"
+
+
+def _soft_nofile(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise AssertionError("no open files limit")
+
+
+def _clients_through(run: RelayRun, n: int) -> list[socket.socket]:
+    """n clients connected through the relay, each having sent one byte."""
+    clients = []
+    for _ in range(n):
+        c = socket.create_connection(("127.0.0.1", run.port))
+        c.sendall(b"x")
+        clients.append(c)
+    return clients
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_the_relay_raises_its_soft_descriptor_limit(lane: str) -> None:
+    """Two descriptors a connection: under the usual soft limit of 1024 the
+    default --max-connections of 1024 relayed about 500 and reset the rest
+    as "upstream unreachable: Too many open files".  The relay raises its
+    soft limit toward the hard one, as servers do."""
+    srv = listener()
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: [accepted.append(srv.accept()[0]) for _ in range(300)], daemon=True).start()
+    with relay(lane, srv.getsockname()[1], max_connections=300, nofile=(128, 4096)) as run:
+        assert _soft_nofile(run.proc.pid) == 2 * 300 + 64
+        clients = _clients_through(run, 300)
+        run.wait_for(lambda rs: sum(r.type == DATA for r in rs) >= 300, "a byte of every connection")
+        run.wait_for(lambda _rs: len(accepted) == 300, "the upstream to accept every connection")
+        got = b"".join(s.recv(1) for s in accepted)
+        records = run.stop()
+    assert (len(accepted), got) == (300, b"x" * 300)
+    assert sum(r.type == OPEN for r in records) == 300
+    assert [r for r in records if r.type == NOTE] == []
+    for s in [*clients, *accepted, srv]:
+        s.close()
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_a_hard_descriptor_limit_short_of_max_connections_is_said(lane: str) -> None:
+    srv = listener()
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: [accepted.append(srv.accept()[0]) for _ in range(10)], daemon=True).start()
+    with relay(lane, srv.getsockname()[1], max_connections=200, nofile=(100, 100)) as run:
+        run.wait_for(lambda rs: any(r.type == NOTE for r in rs), "the note")
+        clients = _clients_through(run, 10)
+        run.wait_for(lambda rs: sum(r.type == DATA for r in rs) >= 10, "a byte of every connection")
+        records = run.stop()
+    notes = [r.json() for r in records if r.type == NOTE]
+    assert notes == [
+        {
+            "kind": "fd_limit",
+            "detail": "--max-connections 200 needs 464 open files, and the limit is 100 (ulimit -n): "
+            "about 18 connections can be relayed at once, later ones wait or are reset",
+            "error": False,
+        }
+    ]
+    for s in [*clients, *accepted, srv]:
+        s.close()
