@@ -217,7 +217,8 @@ typedef struct Side {
     int paused;      /* not reading because the other side's socket is full */
     int eof;         /* FIN received */
     int shut_wanted; /* send a FIN once `pend` is written */
-    uint32_t events; /* registered with epoll (0: not registered) */
+    uint32_t events; /* what is asked of epoll */
+    int registered;  /* in the epoll set (a half-closed side may be, asking nothing) */
     Buf pend;        /* bytes waiting to be written to this socket */
     int gap_held;    /* copies of what this side sent, dropped and not yet told */
     uint64_t gap_bytes;
@@ -423,24 +424,32 @@ static void side_register(Relay *r, Side *s) {
     uint32_t want = (s->reading ? EPOLLIN : 0) | (s->pend.len > 0 ? EPOLLOUT : 0);
     if (s->conn->connecting && s == &s->conn->upstream)
         want = EPOLLOUT;
-    if (want == s->events)
-        return;
     /* Unregistered when nothing is wanted: a hung-up socket would otherwise
-     * report EPOLLHUP over and over while its reading is paused. */
+     * report EPOLLHUP over and over while its reading is paused.  A side
+     * whose FIN came stays registered, asking nothing: epoll still reports
+     * its reset (EPOLLERR), which must reach the other side at once, and it
+     * reports no hang-up before its connection closes (its other half is
+     * shut only when the other side's FIN is passed on, and then both have
+     * ended). */
+    int keep = want != 0 || (s->eof && !s->conn->closing);
+    if (want == s->events && keep == s->registered)
+        return;
     struct epoll_event ev = {.events = want, .data.ptr = &s->h};
-    if (want == 0)
+    if (!keep)
         epoll_ctl(r->ep, EPOLL_CTL_DEL, s->h.fd, NULL);
     else
-        epoll_ctl(r->ep, s->events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s->h.fd, &ev);
+        epoll_ctl(r->ep, s->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->h.fd, &ev);
     s->events = want;
+    s->registered = keep;
 }
 
 static void side_close(Relay *r, Side *s, int reset) {
     if (s->h.fd < 0)
         return;
-    if (s->events)
+    if (s->registered)
         epoll_ctl(r->ep, EPOLL_CTL_DEL, s->h.fd, NULL);
     s->events = 0;
+    s->registered = 0;
     if (reset) { /* SO_LINGER 0: close sends a RST */
         struct linger l = {1, 0};
         setsockopt(s->h.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
@@ -776,6 +785,18 @@ static void on_side(Relay *r, Side *s, uint32_t events) {
     if (c->connecting) {
         if (s == &c->upstream)
             connect_done(r, c);
+        return;
+    }
+    if ((events & (EPOLLERR | EPOLLHUP)) && !s->reading && s->pend.len == 0) {
+        /* A side that sent its FIN, reset since (or failed): nothing will be
+         * written or read to show it, so it is taken here. */
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(s->h.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err == EPIPE) /* a reset in CLOSE_WAIT: the kernel's word for it */
+            err = ECONNRESET;
+        side_failed(r, s, err);
         return;
     }
     /* A hang-up or an error shows on the next write or read, which closes. */

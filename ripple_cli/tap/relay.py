@@ -70,6 +70,9 @@ _PIPE_SIZE = 1 << 20
 _WRITE_HIGH_WATER = 1 << 20  # per socket: read from one side while the other takes this much
 STOP_BYTE = b"S"  # on the relay's stdin: the tap asks it to stop (see above)
 _ORPHAN_POLL = 0.05  # seconds between looks at the connections an orphaned relay still forwards
+# asyncio lane: seconds between looks for a reset of a side whose FIN came
+# (a selector cannot ask epoll for errors alone, as the C lane does).
+_HALF_CLOSED_POLL = 0.1
 _STOP_GRACE = 2.0  # seconds for open connections to flush and close when the tap stops
 _DRAIN_WAIT = 5.0  # seconds for the tap to take the last records
 _FLUSH_MS = 2  # C lane: copies wait at most this long for more, so that the tap wakes per batch
@@ -208,6 +211,7 @@ class _Conn:
         self.ended = {True: False, False: False}  # by direction (c2s?)
         self.closing = False
         self.connecting: asyncio.Task[Any] | None = None
+        self.watching: asyncio.Future[None] | None = None  # a half-closed side looked at (_watch)
 
     def accepted(self) -> None:
         relay = self.relay
@@ -279,6 +283,22 @@ class _Conn:
         self._end(side.from_client, "fin")
         if self.client.eof and self.upstream.eof:
             self.close()
+        elif side.transport is not None:
+            self.watching = asyncio.ensure_future(self._watch(side, side.transport))
+
+    async def _watch(self, side: _Side, transport: asyncio.BaseTransport) -> None:
+        """A side whose FIN came is not read any more, so its reset would
+        show only when the other side next writes to it: meanwhile that side
+        would see nothing (CLOSE_WAIT, no error) and the connection keep its
+        slot.  Its socket's error is looked at until the connection closes."""
+        sock = transport.get_extra_info("socket")
+        while sock is not None and not self.closing and not transport.is_closing():
+            await asyncio.sleep(_HALF_CLOSED_POLL)
+            if self.closing or transport.is_closing():
+                return
+            if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):  # EPIPE: a reset in CLOSE_WAIT
+                cast(asyncio.Transport, transport).abort()  # connection_lost: both end with "rst"
+                return
 
     def close(self, reason: str | None = None) -> None:
         """Both directions are done (or the tap stops): close, flushing what is buffered."""

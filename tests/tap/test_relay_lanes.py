@@ -219,6 +219,53 @@ def test_a_client_reset_ends_both_directions_and_resets_the_upstream(lane: str) 
     ]
 
 
+def _tcp_state(s: socket.socket) -> int:
+    return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0]
+
+
+TCP_CLOSE = 7
+
+
+@pytest.mark.parametrize("lane", LANES)
+@pytest.mark.parametrize("who", ["client", "upstream"])
+def test_a_reset_after_a_fin_resets_the_other_side(lane: str, who: str) -> None:
+    """One side sends its FIN, then resets while the other side, still
+    open, is quiet: the relay no longer read the first side, so the reset
+    reached nobody, and the other side stayed in CLOSE_WAIT with no error
+    (its slot under --max-connections held).  It is reset now, as without
+    the tap (where its socket is closed, SO_ERROR EPIPE)."""
+    srv = listener()
+    with relay(lane, srv.getsockname()[1]) as run:
+        c = socket.create_connection(("127.0.0.1", run.port))
+        client_port = c.getsockname()[1]
+        u, _ = srv.accept()
+        first, other = (c, u) if who == "client" else (u, c)
+        first.sendall(b"last words")
+        first.shutdown(socket.SHUT_WR)
+        other.settimeout(20)
+        assert recv_all(other) == b"last words"
+        run.wait_for(lambda rs: any(r.type == END for r in rs), "the FIN")
+        first.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        first.close()
+        run.wait_for(lambda rs: sum(r.type == END for r in rs) == 2, "the reset")
+        deadline = time.monotonic() + 20
+        while _tcp_state(other) != TCP_CLOSE:
+            assert time.monotonic() < deadline, f"the {who}'s reset never reached the other side"
+            time.sleep(0.01)
+        assert other.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != 0
+        records = run.stop()
+    c2s = who == "client"
+    assert _shape(records, client_port, srv.getsockname()[1]) == [
+        ("OPEN", 1, False, (True, True)),
+        ("DATA", 1, c2s, b"last words"),
+        ("END", 1, c2s, b"fin"),
+        ("END", 1, not c2s, b"rst"),
+        ("STOPPED", 0, False, b""),
+    ]
+    other.close()
+    srv.close()
+
+
 @pytest.mark.parametrize("lane", LANES)
 def test_an_unreachable_upstream_is_a_note_and_the_client_is_reset(lane: str) -> None:
     srv = listener()
