@@ -482,19 +482,37 @@ static void set_nodelay(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-/* Both directions done (or the tap stops): close each socket once what is
+/* Both directions done: close each socket once what is
  * buffered for it is written. */
-static void conn_close(Relay *r, Conn *c, const char *reason) {
+static void conn_close(Relay *r, Conn *c) {
     c->closing = 1;
-    if (reason != NULL) {
-        end(r, c, 1, reason);
-        end(r, c, 0, reason);
-    }
     Side *sides[2] = {&c->client, &c->upstream};
     for (int i = 0; i < 2; i++) {
         Side *s = sides[i];
         s->reading = 0;
         if (s->pend.len == 0)
+            side_close(r, s, 0);
+        else
+            side_register(r, s);
+    }
+    conn_reap(r, c);
+}
+
+/* The tap stops: a direction still open is cut, and its receiver is reset
+ * (what waits for it is dropped), so that no peer takes the cut for the
+ * other's end of stream; a direction already ended by a FIN has what waits
+ * for it written (within the grace) before its socket closes. */
+static void conn_cut(Relay *r, Conn *c) {
+    c->closing = 1;
+    end(r, c, 1, "tap stopped");
+    end(r, c, 0, "tap stopped");
+    Side *sides[2] = {&c->client, &c->upstream};
+    for (int i = 0; i < 2; i++) {
+        Side *s = sides[i], *from = sides[1 - i];
+        s->reading = 0;
+        if (!from->eof)
+            side_close(r, s, 1);
+        else if (s->pend.len == 0)
             side_close(r, s, 0);
         else
             side_register(r, s);
@@ -584,7 +602,7 @@ static void side_read(Relay *r, Side *s) {
         try_shutdown(peer);
         end(r, c, s->from_client, "fin");
         if (c->client.eof && c->upstream.eof)
-            conn_close(r, c, NULL);
+            conn_close(r, c);
         return;
     }
     if (peer->h.fd < 0 || c->closing)
@@ -828,7 +846,7 @@ static void begin_stop(Relay *r) {
             side_close(r, &c->client, 0);
             conn_reap(r, c);
         } else {
-            conn_close(r, c, "tap stopped");
+            conn_cut(r, c);
         }
     }
 }

@@ -300,15 +300,29 @@ class _Conn:
                 cast(asyncio.Transport, transport).abort()  # connection_lost: both end with "rst"
                 return
 
-    def close(self, reason: str | None = None) -> None:
-        """Both directions are done (or the tap stops): close, flushing what is buffered."""
+    def close(self) -> None:
+        """Both directions are done: close, flushing what is buffered."""
         self.closing = True
-        if reason is not None:
-            self._end(True, reason)
-            self._end(False, reason)
         for side in (self.client, self.upstream):
             if side.transport is not None and not side.transport.is_closing():
                 side.transport.close()
+        self.relay.conns.discard(self)
+
+    def cut(self) -> None:
+        """The tap stops: a direction still open is cut, and its receiver
+        reset (what waits for it is dropped), so that no peer takes the cut
+        for the other's end of stream; a direction already ended by a FIN
+        has what waits for it written before its socket closes."""
+        self.closing = True
+        self._end(True, "tap stopped")
+        self._end(False, "tap stopped")
+        for side in (self.client, self.upstream):
+            tr = side.transport
+            if tr is not None and not tr.is_closing():
+                if side.peer.eof:
+                    tr.close()
+                else:
+                    _reset(tr)
         self.relay.conns.discard(self)
 
     def lost(self, side: _Side, exc: Exception | None) -> None:
@@ -344,7 +358,7 @@ class Relay:
         for conn in list(self.conns):
             if conn.connecting is not None and not conn.connecting.done():
                 conn.connecting.cancel()
-            conn.close("tap stopped")
+            conn.cut()
         deadline = time.monotonic() + _STOP_GRACE
         while self.transports > 0 and time.monotonic() < deadline:
             await asyncio.sleep(0.02)

@@ -100,14 +100,17 @@ class EchoServer:
         h = hashlib.sha256()
         size = 0
         with conn:
-            while True:
-                chunk = conn.recv(rng.randint(1, 1 << 17))
-                if not chunk:
-                    break
-                h.update(chunk)
-                size += len(chunk)
-                conn.sendall(chunk)
-            # The other side may be gone already (the tap closes its connections after -c N).
+            try:
+                while True:
+                    chunk = conn.recv(rng.randint(1, 1 << 17))
+                    if not chunk:
+                        break
+                    h.update(chunk)
+                    size += len(chunk)
+                    conn.sendall(chunk)
+            except ConnectionResetError:
+                return  # cut: the tap stopped (-c N, Ctrl-C) with the connection open
+            # The other side may be gone already.
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_WR)
         self.received.append(Received(h.hexdigest(), size))

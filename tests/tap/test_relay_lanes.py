@@ -319,10 +319,26 @@ def test_connections_beyond_the_limit_are_refused_with_a_note(lane: str) -> None
     assert _shape(records, first_port, port)[0] == ("OPEN", 1, False, (True, True))
 
 
+def _received(s: socket.socket, got: bytearray) -> str:
+    """Reads `s` into `got` to its end: how it ended ("fin" or "rst")."""
+    try:
+        while chunk := s.recv(1 << 16):
+            got += chunk
+    except ConnectionResetError:
+        return "rst"
+    return "fin"
+
+
 @pytest.mark.parametrize("lane", LANES)
-def test_stopping_ends_open_connections_and_says_stopped_last(lane: str) -> None:
+def test_stopping_cuts_open_connections_and_says_stopped_last(lane: str) -> None:
+    """The tap stops while both directions are open: each side is reset.
+    A FIN would tell each peer that the other had ended its stream, which
+    neither did (the relay used to do that: a client still being sent to
+    got a prefix and what looked like the server's end)."""
+    got = bytearray()
+
     def upstream(conn: socket.socket, result: dict[str, object]) -> None:
-        result["value"] = recv_all(conn)  # until the relay closes on its way out
+        result["end"] = _received(conn, got)
 
     port, result = serve_once(upstream)
     with relay(lane, port) as run:
@@ -331,10 +347,10 @@ def test_stopping_ends_open_connections_and_says_stopped_last(lane: str) -> None
         c.sendall(b"still open")
         run.wait_for(lambda rs: any(r.type == DATA for r in rs), "the data")
         records = run.stop()
-        assert c.recv(10) == b""  # closed with a FIN, not reset
+        assert _received(c, bytearray()) == "rst"
         c.close()
         _wait(result)
-        assert result["value"] == b"still open"
+    assert (result["end"], bytes(got)) == ("rst", b"still open")
     assert _shape(records, client_port, port) == [
         ("OPEN", 1, False, (True, True)),
         ("DATA", 1, True, b"still open"),
@@ -342,6 +358,30 @@ def test_stopping_ends_open_connections_and_says_stopped_last(lane: str) -> None
         ("END", 1, False, b"tap stopped"),
         ("STOPPED", 0, False, b""),
     ]
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_stopping_writes_out_a_direction_that_ended(lane: str) -> None:
+    """The upstream sent its answer and its FIN, which the client has not
+    read yet when the tap stops: the client still gets all of it, then the
+    FIN; the upstream, whose client never ended, is reset."""
+    answer = random.Random(3).randbytes(256 << 10)
+
+    def upstream(conn: socket.socket, result: dict[str, object]) -> None:
+        conn.sendall(answer)
+        conn.shutdown(socket.SHUT_WR)
+        result["end"] = _received(conn, bytearray())
+
+    port, result = serve_once(upstream)
+    with relay(lane, port) as run:
+        c = socket.create_connection(("127.0.0.1", run.port))
+        run.wait_for(lambda rs: any(r.type == END for r in rs), "the upstream's FIN")
+        run.stop()
+        got = bytearray()
+        assert _received(c, got) == "fin"
+        c.close()
+        _wait(result)
+    assert (len(got), bytes(got) == answer, result["end"]) == (len(answer), True, "rst")
 
 
 def _echo(payload: bytes) -> Callable[[socket.socket, dict[str, object]], None]:
