@@ -432,15 +432,14 @@ async def serve(cfg: RelayConfig, out_fd: int, in_fd: int) -> int:
     relay = Relay(cfg, sink)
     where = _text([cfg.listen_host or "*", cfg.listen_port])
     try:
-        server = await loop.create_server(
-            relay.client_protocol, cfg.listen_host, cfg.listen_port, reuse_address=True, backlog=1024
-        )
+        socks = _listen(cfg)
     except OSError as e:
-        why = os.strerror(e.errno) if e.errno else str(e)  # asyncio's strerror repeats the address
+        why = os.strerror(e.errno) if e.errno and e.errno > 0 else str(e.strerror or e)
         sink.control(pack(ERROR, payload=f"tap: cannot listen on {where}: {why}".encode()))
         await _drain(out)
         return 1
-    addresses = [_text(_hostport(s.getsockname())) for s in server.sockets]
+    servers = [await loop.create_server(relay.client_protocol, sock=sock, backlog=_BACKLOG) for sock in socks]
+    addresses = [_text(_hostport(s.getsockname())) for s in socks]
     note = _fd_note(cfg)  # before LISTENING: no connection comes under the old limit
     sink.control(pack_json(LISTENING, {"addresses": addresses}))
     if note:
@@ -450,7 +449,8 @@ async def serve(cfg: RelayConfig, out_fd: int, in_fd: int) -> int:
     await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
     for f in ended:
         f.cancel()
-    server.close()
+    for server in servers:
+        server.close()
     if not stop.is_set():  # orphaned: no copies, no new connections; the open ones run to their end
         if not out.is_closing():
             out.abort()
@@ -482,18 +482,37 @@ def c_loop() -> ModuleType | None:
     return cast(ModuleType, _relayloop)
 
 
+# Port 0 on several addresses: tries for one free port on all of them.
+_SAME_PORT_TRIES = 20
+
+
 def _listen(cfg: RelayConfig) -> list[socket.socket]:
     """The listening sockets, as asyncio's create_server makes them (every
-    address the host names; IPv6 ones IPv6-only).  Raises OSError."""
+    address the host names; IPv6 ones IPv6-only), except that port 0 is one
+    port on all of them (asyncio's picks one per address: `--listen :0`
+    would be 0.0.0.0:33345 and [::]:33925).  Raises OSError."""
     infos = socket.getaddrinfo(cfg.listen_host, cfg.listen_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    for attempt in range(_SAME_PORT_TRIES):
+        try:
+            return _bind_all(list(dict.fromkeys(infos)), cfg.listen_port)
+        except OSError as e:
+            # The port the first address got is taken on another: another.
+            if cfg.listen_port != 0 or e.errno != errno.EADDRINUSE or attempt == _SAME_PORT_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _bind_all(infos: list[tuple[Any, ...]], port: int) -> list[socket.socket]:
     socks: list[socket.socket] = []
     try:
-        for family, kind, proto, _name, address in dict.fromkeys(infos):
+        for family, kind, proto, _name, address in infos:
             s = socket.socket(family, kind, proto)
             socks.append(s)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
                 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(socks) > 1:
+                address = (address[0], socks[0].getsockname()[1], *address[2:])
             s.bind(address)
             s.listen(_BACKLOG)
     except OSError:

@@ -630,3 +630,33 @@ def test_a_hard_descriptor_limit_short_of_max_connections_is_said(lane: str) -> 
     ]
     for s in [*clients, *accepted, srv]:
         s.close()
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_port_0_on_every_interface_is_one_port(lane: str) -> None:
+    """`--listen :0` listens on IPv4 and IPv6: one port chosen for both
+    (each family used to get its own, and the status line named two)."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 here")
+    cfg = RelayConfig(None, 0, "127.0.0.1", 9, 16, 1 << 20)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli.tap.relay", cfg.to_json()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=_lane_env(lane),
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        first = next(read_records(cast(BinaryIO, proc.stdout)))
+        assert first.type == LISTENING, first
+        addresses = first.json()["addresses"]
+        hosts = [a.rsplit(":", 1)[0] for a in addresses]
+        ports = {a.rsplit(":", 1)[1] for a in addresses}
+        assert (sorted(hosts), len(ports)) == (["0.0.0.0", "[::]"], 1)
+        (port,) = ports
+        for host in ("127.0.0.1", "::1"):  # both families take connections on it
+            socket.create_connection((host, int(port)), timeout=10).close()
+    finally:
+        proc.kill()
+        proc.wait()
