@@ -192,6 +192,7 @@ def start_session(master: str | None, conf: Sequence[tuple[str, str]]) -> Sessio
     # (even when SIGINT came ignored, as a script's background job has it):
     # what was started is stopped, and the command says it was interrupted.
     restore = take_interrupts()
+    _quiet_python_logging()
     gateway: Any = None
     try:
         if under_submit:
@@ -238,6 +239,19 @@ def start_session(master: str | None, conf: Sequence[tuple[str, str]]) -> Sessio
         named = f" (the JVM's log: {log_path})" if log_path else ""
         raise SparkFailed(f"spark: cannot start on {where}: {cause}{named}") from None
     return Session(spark, owned=True, log_path=log_path, ctrl_c=ctrl_c)
+
+
+def _quiet_python_logging() -> None:
+    """py4j logs a second Ctrl-C (KeyboardInterrupt while it waits on the
+    JVM) with a traceback through Python's root logger, which with no
+    handler installs one on stderr.  ripple says what happened in its own
+    line (`interrupted`, or the job's error): a handler that drops the
+    records keeps the root logger from printing them."""
+    import logging
+
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
 
 
 def _abandon(gateway: Any) -> None:
@@ -764,6 +778,49 @@ class ProgressWatcher:
             info = self.tracker.getStageInfo(stage_id)
             if info is not None and info.numCompletedTasks == info.numTasks:
                 self.progress.update(bar, total=info.numTasks, completed=info.numTasks)
+
+
+class StarvedWatch:
+    """A cluster that gives the job no executor (workers smaller than
+    spark.executor.memory, or no worker at all) leaves the run waiting in
+    silence: Spark says so only in the JVM's log (log4j2.properties lets
+    that one warning in).  The log is read as it grows, and Spark's words
+    are said once, on stderr, even with -q (it is not progress)."""
+
+    SIGN = "Initial job has not accepted any resources"
+
+    def __init__(self, log_path: str | None, say: Callable[[str], None], interval: float = 0.5) -> None:
+        self.log_path = log_path
+        self.say = say
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> StarvedWatch:
+        if self.log_path is not None:
+            self._thread = threading.Thread(target=self._run, name="ripple-starved", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        assert self.log_path is not None
+        try:
+            with open(self.log_path, "rb") as log:
+                tail = b""
+                while not self._stop.wait(self.interval):
+                    tail = (tail + log.read())[-4096:]  # bounded: only the sign's line is looked for
+                    at = tail.find(self.SIGN.encode())
+                    if at >= 0:
+                        line = tail[at:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+                        self.say(f"spark is waiting for executors: {line}")
+                        return
+        except OSError:
+            return  # no log to read: nothing to say
 
 
 # ------------------------------------------------------------------ stats

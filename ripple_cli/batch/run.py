@@ -60,10 +60,11 @@ def _installed(module: str) -> bool:
 
 
 class BatchRun:
-    def __init__(self, env: Environment, args: BatchArgs) -> None:
+    def __init__(self, env: Environment, args: BatchArgs, command: str) -> None:
         if args.split_size < 1:
             raise UsageProblem("--split-size: must be at least 1 byte")
         self.env = env
+        self.command = command  # export or stats: what its lines are prefixed with
         self.args = args
         self.inputs: list[InputFile] = discover(args.inputs)
         self.file_schemas = [load_schema_file(p) for p in schema_paths(args.schemas)]
@@ -81,6 +82,10 @@ class BatchRun:
         if not self.args.quiet:
             self.env.stderr.write(text + "\n")
             self.env.stderr.flush()
+
+    def warn(self, text: str) -> None:
+        """A line that -q does not silence: something the user must act on."""
+        self.env.problem_line(f"ripple: {self.command}: {text}")
 
     def without_spark(self, command: str) -> bool:
         """Whether the run is in-process: PySpark (the spark extra) is not
@@ -125,11 +130,18 @@ class BatchRun:
             ) from None
         conf = job.parse_conf(self.args.conf)
         session = job.start_session(self.args.master, conf)
-        failed = True
+        failed = True  # the JVM's log is kept only for a failure's line to name
         try:
-            with job.spark_errors(session), job.ProgressWatcher(session.spark, self._progress()) as watcher:
+            with (
+                job.spark_errors(session),
+                job.StarvedWatch(session.log_path, self.warn),
+                job.ProgressWatcher(session.spark, self._progress()) as watcher,
+            ):
                 yield session, watcher
             failed = False
+        except KeyboardInterrupt:
+            failed = False
+            raise
         finally:
             session.stop(keep_log=failed)
 

@@ -152,3 +152,59 @@ def test_the_docs_cluster_recipe_runs_as_written(standalone: Standalone, tmp_pat
     assert " messages, " in done.stderr and " -> " in done.stderr, done.stderr
     out = shared / "tables" / "2024-06-20"
     assert table_rows(out) == in_process_rows([str(shared / "captures")], 64 << 20)
+
+
+@pytest.mark.parametrize("ctrl_c", [1, 2])
+def test_a_cluster_too_small_for_the_executors_is_said(standalone: Standalone, tmp_path: Path, ctrl_c: int) -> None:
+    """Executors bigger than any worker (the README's 8g on workers of 1g):
+    Spark waits for resources, and said so only in the JVM's log, so the
+    run waited in silence.  Spark's words now reach stderr once, even with
+    -q; Ctrl-C, once or twice, is one more line and exit status 130 (a
+    second one printed py4j's traceback), and the JVM's log goes."""
+    import signal
+    import threading
+    import time
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = cluster_env()
+    env["PYTHONPATH"] = str(ROOT)
+    env["TMPDIR"] = str(tmp)  # where the JVM's log is written
+    out = tmp_path / "out"
+    args = [*cluster_args(standalone), "--conf", "spark.executor.memory=8g", "--conf", "spark.starvation.timeout=1s"]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ripple_cli",
+            "export",
+            "-q",
+            *args,
+            str(ROOT / "examples" / "demo.ripple"),
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    assert proc.stderr is not None
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr or ()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 300
+    while not lines:
+        assert proc.poll() is None and time.monotonic() < deadline, lines
+        time.sleep(0.05)
+    for _ in range(ctrl_c):
+        proc.send_signal(signal.SIGINT)
+    assert proc.wait(120) == 130
+    reader.join(30)
+    assert lines == [
+        "ripple: export: spark is waiting for executors: Initial job has not accepted any resources; "
+        "check your cluster UI to ensure that workers are registered and have sufficient resources\n",
+        f"ripple: export: interrupted: {out} removed\n",
+    ]
+    assert not out.exists()
+    assert list(tmp.glob("ripple-spark-*.log")) == []

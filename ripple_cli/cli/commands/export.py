@@ -200,7 +200,7 @@ def export(
     if overwrite:  # before OUT is looked at (by URL, that is a request)
         refuse_replacing_inputs(out, batch.inputs)
     partition_by = checked_out(out, fmt, partition_by, tables, overwrite)
-    run = BatchRun(env, batch)
+    run = BatchRun(env, batch, "export")
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.
     where = out if is_url(out) else os.path.abspath(out)

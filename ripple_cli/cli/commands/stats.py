@@ -75,7 +75,7 @@ def stats(env: Environment, fmt: str, plot_dir: str | None, figures: StatsOption
     Exit status 0 once the figures are printed: problems found in the input
     are among them.
     """
-    run = BatchRun(env, batch)
+    run = BatchRun(env, batch, "stats")
     if plot_dir is not None:
         from ripple_cli.batch.plots import require_matplotlib
 
