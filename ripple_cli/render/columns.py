@@ -32,6 +32,7 @@ input reaches the terminal as a control.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from operator import le
@@ -121,10 +122,20 @@ def _escaped(text: str) -> str:
     return cut(escape_text(text[: MAX_CELL + 1]))  # the cut first: the text may be megabytes long
 
 
+# The start of an escape (`\\228`, `\\u{E4}`) left at the end of a cut cell:
+# it would read as another character (`\\2` as byte 2), so it goes too.
+_PARTIAL_ESCAPE = re.compile(r"\\(?:[0-9]{0,2}|u(?:\{[0-9A-F]{0,6})?)\Z")
+
+
 def cut(shown: str) -> str:
     """An escaped cell at most MAX_CELL characters long (escaped cells
-    joined make one: the cut of the whole is the same)."""
-    return shown if len(shown) <= MAX_CELL else shown[: MAX_CELL - 1] + "…"
+    joined make one: the cut of the whole is the same), cut before an
+    escape the cut would split (tableout.h cuts the same)."""
+    if len(shown) <= MAX_CELL:
+        return shown
+    kept = shown[: MAX_CELL - 1]
+    partial = _PARTIAL_ESCAPE.search(kept)
+    return (kept if partial is None else kept[: partial.start()]) + "…"
 
 
 def shown(cell: Cell) -> Text:

@@ -86,3 +86,33 @@ def test_a_line_that_fits_keeps_every_row_on_it(streams: dict[int, Path], pure: 
         )
         assert re.fullmatch(rf" *{2 * n + 181}    4  22:13:20\.000000  Heartbeat  ripple\.… +worker w+…", lines[4])
         assert max(cell_len(x) for x in lines) == 100
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["fast", "pure"])
+@pytest.mark.parametrize(
+    ("tail", "kept"),
+    [
+        ("\x1b", ""),  # \027: the cut fell after \02
+        ("é", ""),  # \195\169 (a key shows bytes as sexp does): after \19
+        ("a\x1b", "a"),  # after \0
+        ("ab\x1b", "ab"),  # after its backslash
+        ("\u2028", ""),  # \u{2028}: after \u{
+        ("a\u2028", "a"),  # after \u
+        ("abc\x07", "abc"),  # the escape starts past the cut: the text before it stays
+    ],
+)
+def test_a_cut_never_splits_an_escape(tmp_path: Path, pure: bool, tail: str, kept: str) -> None:
+    """A key cut at MAX_CELL characters in the middle of an escape showed
+    its first characters (`\\2…` for the byte 228, which reads as byte 2):
+    the cut now falls before the escape.  The key shows quoted, as sexp
+    does: `"`, then MAX_CELL - 5 k's, then the first 3 characters of the
+    tail's escaped form are what the cut keeps."""
+    key = "k" * (MAX_CELL - 5) + tail
+    quoted = '"' + key.replace("\x1b", "\\027").replace("\x07", "\\007") + '"'
+    (tmp_path / "s.sexp").write_text(session(1).replace("(key k)", f"(key {quoted})"))
+    r = run_limited(["encode", "-o", str(tmp_path / "s.ripple"), str(tmp_path / "s.sexp")])
+    assert (r.code, r.stderr) == (0, "")
+    r = run_limited(["decode", "-F", "table", str(tmp_path / "s.ripple")], pure=pure)
+    assert (r.code, r.stderr) == (0, "")
+    delta = _rows(r.stdout)[3]
+    assert '"' + "k" * (MAX_CELL - 5) + kept + "…  #1" in delta

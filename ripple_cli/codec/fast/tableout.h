@@ -21,7 +21,35 @@
 
 #define TB_MAX_CELL 4096 /* columns.py's MAX_CELL */
 
-/* One cell: `escaped(text(s))`. */
+static int tb_upper_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); }
+static int tb_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* columns.py's _PARTIAL_ESCAPE: the start of an escape (`\228`, `\u{E4}`)
+ * left at the end of b[start:p] by a cut, which would read as another
+ * character (`\2` as byte 2), is cut off too: where the kept text ends. */
+static size_t
+tb_before_partial_escape(const char *b, size_t start, size_t p)
+{
+    size_t q = p, d = 0;
+    while (q > start && d < 6 && tb_upper_hex(b[q - 1])) {
+        q--;
+        d++;
+    }
+    if (q - start >= 3 && b[q - 1] == '{' && b[q - 2] == 'u' && b[q - 3] == '\\')
+        return q - 3; /* \u{ and up to 6 hex digits */
+    size_t r = p, k = 0;
+    while (r > start && k < 2 && tb_digit(b[r - 1])) {
+        r--;
+        k++;
+    }
+    if (r > start && b[r - 1] == '\\')
+        return r - 1; /* \ and up to 2 digits */
+    if (p - start >= 2 && b[p - 1] == 'u' && b[p - 2] == '\\')
+        return p - 2; /* \u */
+    return p;
+}
+
+/* One cell: `escaped(text(s))`, cut as columns.py's `cut`. */
 static void
 tb_cell(Out *o, const uint8_t *s, size_t n)
 {
@@ -70,7 +98,7 @@ tb_cell(Out *o, const uint8_t *s, size_t n)
             uint8_t c = (uint8_t)o->p[p];
             p += c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
         }
-        o->len = p;
+        o->len = tb_before_partial_escape(o->p, start, p);
         out_put(o, "\xe2\x80\xa6", 3); /* … */
     }
 }
