@@ -748,3 +748,58 @@ def test_damage_is_skipped_to_the_next_envelope(tmp_path: Path, max_write: int) 
     assert [line.split(None, 3)[3] for line in experts.splitlines() if "no envelope" in line] == [
         "14 bytes that are no envelope, skipped"
     ]
+
+
+def _bp_string(s: bytes) -> bytes:
+    assert len(s) < 0x80
+    return bytes([len(s)]) + s
+
+
+@pytest.mark.parametrize("depth", [65, 100_000])
+def test_a_schema_nested_too_deeply_is_malformed(tmp_path: Path, depth: int) -> None:
+    """A Handshake whose key type is a List of a List ... `depth` deep: ripple
+    refuses it past 64 (bad_payload), and so does the dissector, which
+    used to recurse until Lua's stack overflowed (a Lua error at 100,000).
+    The envelopes after it decode in both."""
+    frames = frames_of(DEMO)
+    _magic, _v, tag, flags, seq, time_ns, fp, _n = HEADER.unpack_from(frames[0])  # the demo's Handshake
+    key = b"\x07" * depth + b"\x05"  # List (List (... String))
+    payload = _bp_string(b"w1") + b"\x01" + _bp_string(b"o") + _bp_string(b"deep") + b"\x01" + key + b"\x00" + b"\x01"
+    stream = build_envelope(tag, seq, time_ns, fp.rstrip(b"\0"), payload, flags) + b"".join(frames[1:])
+    cap = captured(tmp_path, stream, seed=21, max_write=3000)
+    problems = [(d["problem"]["kind"], d["problem"]["seq"]) for d in cap.decoded if "problem" in d]
+    assert problems == [("bad_payload", seq)]
+    first = cap.envelopes[0]
+    assert first.show("ripple.seq") == str(seq)
+    malformed = [f.get("showname", "") for f in first.node.iter("field") if f.get("name") == "ripple.malformed"]
+    assert len(malformed) == 1 and "field type nested too deeply" in malformed[0], malformed
+    assert "Lua Error" not in tshark_text(cap)
+    assert [e.show("ripple.seq") for e in cap.envelopes[1:3]] == [str(seq + 1), str(seq + 2)]
+
+
+def tshark_text(cap: Captured) -> str:
+    return kit.tshark(cap.lua, cap.pcap, "-V")
+
+
+@pytest.mark.parametrize(("checkpoint_id", "ok"), [(2**62 - 1, True), (2**62, False), (-(2**62) - 1, False)])
+def test_an_ocaml_int_past_63_bits_is_malformed(tmp_path: Path, checkpoint_id: int, ok: bool) -> None:
+    """checkpoint_id is an OCaml int (63 bits): an 8-byte value past it does
+    not decode in ripple (bad_payload), and the dissector showed it as a
+    number; it is malformed there too now.  The same for sequence_no,
+    versions and positions (one reader)."""
+    from ripple_cli.codec.messages import CHECKPOINT_REQUEST, FIXED_FINGERPRINTS
+
+    frames = frames_of(DEMO)
+    *_, last_seq, last_time, _fp, _n = HEADER.unpack_from(frames[-1])
+    payload = b"\xfc" + struct.pack("<q", checkpoint_id) + b"\x07"  # the id, then requested_at_ns 7
+    extra = build_envelope(CHECKPOINT_REQUEST, last_seq + 1, last_time, FIXED_FINGERPRINTS[CHECKPOINT_REQUEST], payload)
+    cap = captured(tmp_path, DEMO + extra, seed=22, max_write=3000)
+    problems = [(d["problem"]["kind"], d["problem"]["seq"]) for d in cap.decoded if "problem" in d]
+    env = cap.envelopes[-1]
+    assert env.show("ripple.seq") == str(last_seq + 1)
+    malformed = [f.get("showname", "") for f in env.node.iter("field") if f.get("name") == "ripple.malformed"]
+    if ok:
+        assert (problems, malformed, env.show("ripple.checkpoint_id")) == ([], [], str(checkpoint_id))
+    else:
+        assert problems == [("bad_payload", last_seq + 1)]
+        assert len(malformed) == 1 and "int out of range" in malformed[0], malformed

@@ -214,6 +214,15 @@ end
 -- 64-bit fields take Int64 values only.
 local function int64(v) return type(v) == "number" and Int64(v) or v end
 
+-- OCaml's int is 63-bit: an 8-byte code beyond it does not decode (as in ripple).
+local INT_MAX = Int64(0x3FFFFFFF) * 0x100000000 + 0xFFFFFFFF
+local INT_MIN = -(Int64(0x40000000) * 0x100000000)
+local function read_ocaml_int(r)
+    local v, at, n = read_int(r, true)
+    if n == 9 and (v > INT_MAX or v < INT_MIN) then fail("int out of range", at) end
+    return v, at, n
+end
+
 local function read_nat0(r)
     local at = r.pos
     local code = r.byte()
@@ -273,11 +282,8 @@ local function add_value(r, tree, t, label)
     if k == "Int" or k == "Int64" or k == "Int32" then
         local code = r.tvb(at, 1):uint()
         if k == "Int32" and code == 0xFC then fail("bad int32 code 0xfc", at) end
-        local v, vat, n = read_int(r, true)
-        -- OCaml's int is 63-bit: an 8-byte code beyond it does not decode (as in ripple).
-        if k == "Int" and n == 9 and (v > Int64(0x3FFFFFFF) * 0x100000000 + 0xFFFFFFFF or v < -(Int64(0x40000000) * 0x100000000)) then
-            fail("int out of range", vat)
-        end
+        local v, vat, n
+        if k == "Int" then v, vat, n = read_ocaml_int(r) else v, vat, n = read_int(r, true) end
         local s = tostring(v)
         local it = tree:add(t.pf, r.tvb(vat, n), k == "Int32" and v or int64(v))
         it:set_text(label .. ": " .. s)
@@ -350,8 +356,16 @@ end
 
 -- ---------------------------------------------------------------- messages
 
-local function add_int(r, tree, pf, signed64)
-    local v, at, n = read_int(r, signed64 ~= false)
+-- An int64 field.
+local function add_int(r, tree, pf)
+    local v, at, n = read_int(r, true)
+    tree:add(pf, r.tvb(at, n), int64(v))
+    return v
+end
+
+-- An OCaml int field (63-bit).
+local function add_ocaml_int(r, tree, pf)
+    local v, at, n = read_ocaml_int(r)
     tree:add(pf, r.tvb(at, n), int64(v))
     return v
 end
@@ -389,16 +403,21 @@ local function type_sexp(t)
 end
 
 -- Schema.t's field_type, read (for the Handshake's tree): returns its sexp.
-local function read_type(r)
+-- Nested at most 64 deep, as ripple reads it (codec/schema.py): deeper, the
+-- Handshake is malformed, not a Lua stack overflow.
+local MAX_TYPE_DEPTH = 64
+local function read_type(r, depth)
+    depth = depth or 0
+    if depth > MAX_TYPE_DEPTH then fail("field type nested too deeply", r.pos) end
     local tag = read_ctor(r, 10, "field_type")
     local names = { "Int", "Int32", "Int64", "Float", "Bool", "String", "Option", "List", "Record", "Enum" }
     local k = names[tag + 1]
-    if k == "Option" or k == "List" then return { k, read_type(r) } end
+    if k == "Option" or k == "List" then return { k, read_type(r, depth + 1) } end
     if k == "Record" then
         local n, fs = read_nat0(r), {}
         for i = 1, n do
             local name = read_string(r)
-            local typ = read_type(r)
+            local typ = read_type(r, depth + 1)
             local d = {}
             if read_bool(r) then d = { (read_string(r)) } end
             fs[i] = { { "name", name }, { "typ", typ }, { "default", d } }
@@ -423,7 +442,7 @@ local function dissect_handshake(r, tree)
         local sub = tree:add(F.hs_output, r.tvb(oat, on), output)
         local sat = r.pos
         local name, nat, nn = read_string(r)
-        local version, vat, vn = read_int(r, true)
+        local version, vat, vn = read_ocaml_int(r)
         local fp = name .. "/v" .. tostring(version)
         local sitem = sub:add(F.hs_schema, range(r, sat), fp)
         sitem:add(F.hs_schema_name, r.tvb(nat, nn), name)
@@ -442,7 +461,7 @@ local function dissect_handshake(r, tree)
         sub:set_text("Output " .. atom(output) .. ": " .. fp)
         outs[i] = output .. " (" .. fp .. ")"
     end
-    local v = add_int(r, tree, F.protocol_version)
+    local v = add_ocaml_int(r, tree, F.protocol_version)
     local list = #outs > 0 and table.concat(outs, ", ") or "no outputs"
     return "worker " .. worker .. " v" .. tostring(v) .. ": " .. list
 end
@@ -452,7 +471,7 @@ local function dissect_delta(r, tree, fp, root)
     local key, kat, kn = read_string(r)
     local dbytes, dat, dn = read_string(r)
     local seqpos = r.pos
-    local seqno = read_int(r, true)
+    local seqno = read_ocaml_int(r)
     local s = SCHEMAS[fp]
     local what, key_text
     if s == nil then
@@ -501,20 +520,20 @@ local function dissect_delta(r, tree, fp, root)
     end
     local _ = seqpos
     r.pos = seqpos
-    add_int(r, tree, F.sequence_no)
+    add_ocaml_int(r, tree, F.sequence_no)
     add_option_int(r, tree, F.watermark_ns, "Watermark")
     return output, key_text, "#" .. tostring(seqno) .. " " .. what
 end
 
 local function dissect_checkpoint_ack(r, tree)
     local worker = add_string(r, tree, F.worker)
-    local id = add_int(r, tree, F.checkpoint_id)
+    local id = add_ocaml_int(r, tree, F.checkpoint_id)
     local n = read_nat0(r)
     local pos = {}
     for i = 1, n do
         local output, oat, on = read_string(r)
         local sub = tree:add(F.position, r.tvb(oat, on), output)
-        local q = add_int(r, sub, F.position_seq)
+        local q = add_ocaml_int(r, sub, F.position_seq)
         sub:set_text("Position: " .. atom(output) .. "@" .. tostring(q))
         pos[i] = output .. "@" .. tostring(q)
     end
@@ -530,7 +549,7 @@ local function dissect_payload(tvb, tree, root, tag, fp, at, n)
     elseif tag == 1 then
         output, key, what = dissect_delta(r, tree, fp, root)
     elseif tag == 2 then
-        local id = add_int(r, tree, F.checkpoint_id)
+        local id = add_ocaml_int(r, tree, F.checkpoint_id)
         add_int(r, tree, F.requested_at_ns)
         what = "checkpoint " .. tostring(id)
     elseif tag == 3 then
