@@ -347,18 +347,20 @@ def test_coverage(whole: Captured) -> None:
     assert float_atom(0.1).decode() in labels or any("." in x for x in labels)
 
 
-def test_info_column_is_the_table_summary(demo: Captured) -> None:
-    """Info of a packet: the summary line of each envelope that ends in it."""
+def assert_info_is_the_table_summary(c: Captured) -> None:
+    """Info of a packet: the summary line of each envelope that ends in it
+    (type, schema, output, key, summary), escaped as the table's cells are."""
     from ripple_cli.codec.jsonview import type_name
     from ripple_cli.codec.messages import DeltaMode
     from ripple_cli.codec.schema import text
     from ripple_cli.codec.summary import key_text, output_text, summary
     from ripple_cli.protocols.ripple.decoder import StreamDecoder
     from ripple_cli.protocols.ripple.message import Message
+    from ripple_cli.sexp.atoms import escape_text
 
     lines = []
     decoder = StreamDecoder(None, DeltaMode.DECODE, 1 << 24)
-    for ev in decoder.feed(_stream_of(demo)) + decoder.finish():
+    for ev in decoder.feed(_stream_of(c)) + decoder.finish():
         assert isinstance(ev, Message)
         parts = [
             type_name(ev.frame.tag),
@@ -367,14 +369,18 @@ def test_info_column_is_the_table_summary(demo: Captured) -> None:
             key_text(ev.body),
             summary(ev.body),
         ]
-        lines.append(" ".join(p for p in parts if p))
+        lines.append(escape_text(" ".join(p for p in parts if p)))
     by_packet: dict[int, list[str]] = {}
-    for e, line in zip(demo.envelopes, lines, strict=True):
+    for e, line in zip(c.envelopes, lines, strict=True):
         by_packet.setdefault(e.packet, []).append(line)
-    out = tshark(demo.lua, demo.pcap, "-T", "fields", "-e", "frame.number", "-e", "_ws.col.Info", "-Y", "ripple")
+    out = tshark(c.lua, c.pcap, "-T", "fields", "-e", "frame.number", "-e", "_ws.col.Info", "-Y", "ripple")
     got = dict(line.split("\t", 1) for line in out.splitlines())
     for packet, want in by_packet.items():
         assert got[str(packet)] == " | ".join(want), packet
+
+
+def test_info_column_is_the_table_summary(demo: Captured) -> None:
+    assert_info_is_the_table_summary(demo)
 
 
 def _stream_of(c: Captured) -> bytes:
@@ -803,3 +809,27 @@ def test_an_ocaml_int_past_63_bits_is_malformed(tmp_path: Path, checkpoint_id: i
     else:
         assert problems == [("bad_payload", last_seq + 1)]
         assert len(malformed) == 1 and "int out of range" in malformed[0], malformed
+
+
+def test_info_escapes_what_does_not_print_as_the_table_does(tmp_path: Path) -> None:
+    """Worker ids, outputs and errors holding ESC, NUL, CR, bytes that are
+    not UTF-8 and characters that do not print: tshark's Info showed them
+    raw (a terminal acted on ESC[2J; NUL cut the column).  Info is now the
+    table's row, escaped the same way (UTF-8 letters kept)."""
+    odd = '"w\\027[2J\\000x\\r\\195\\169\\226\\128\\168\\255"'  # ESC [2J, NUL, CR, é, U+2028, a lone 0xff
+    text = f"""((seq 1)(time_ns 1)(schema ripple.handshake/v1)(msg(Handshake((source_worker_id {odd})
+ (output_schemas(({odd}((name v)(version 1)(key String)(fields(((name p)(typ Int)(default()))))))))
+ (protocol_version 1)))))
+((seq 2)(time_ns 2)(schema ripple.heartbeat/v1)(msg(Heartbeat((worker_id {odd})(timestamp_ns 2)(load 0.5)))))
+((seq 3)(time_ns 3)(schema v/v1)(msg(Delta((source_output {odd})(key {odd})(delta(Set((p 1))))
+ (sequence_no 1)(watermark_ns())))))
+((seq 4)(time_ns 4)(schema ripple.schema_negotiation/v1)(msg(Schema_negotiation((ok false)(errors({odd}))))))
+"""
+    (tmp_path / "odd.sexp").write_text(text)
+    ripple("encode", tmp_path / "odd.sexp", "-o", tmp_path / "odd.ripple")
+    stream = (tmp_path / "odd.ripple").read_bytes()
+    cap = captured(tmp_path, stream, seed=23, max_write=3000)
+    assert len(cap.envelopes) == 4
+    assert_info_is_the_table_summary(cap)
+    info = tshark(cap.lua, cap.pcap, "-T", "fields", "-e", "_ws.col.Info", "-Y", "ripple")
+    assert "\x1b" not in info and "\r" not in info and "\\027[2J\\000x\\ré\\u{2028}\\255" in info

@@ -63,42 +63,7 @@ local windows, last_window, consumed = {}, {}, {}
 -- What ripple's table shows (protocols/lumberjack/view.py summary_of).
 
 local WIDTH = 100
--- OCaml's String.escaped for the ASCII controls, as the sexp form (sexp/atoms.py).
-local CONTROL = { [8] = "\\b", [9] = "\\t", [10] = "\\n", [13] = "\\r" }
-
--- The characters of UTF-8 text as ripple's escape_text shows them (every
--- table and the sexp form): a byte that is not UTF-8 is "\ddd", an ASCII
--- control OCaml's escape ("\027"), another character that does not print
--- "\u{XXXX}".
-local function chars(s)
-    local out, i = {}, 1
-    while i <= #s do
-        local c = s:byte(i)
-        local n = c < 0x80 and 1 or c >= 0xF5 and 0 or c >= 0xF0 and 4 or c >= 0xE0 and 3 or c >= 0xC2 and 2 or 0
-        local ch = n > 0 and s:sub(i, i + n - 1) or nil
-        if ch and (#ch < n or ch:sub(2):find("[^\128-\191]")) then ch = nil end
-        local code = c
-        if ch and n > 1 then
-            code = bit32.band(c, bit32.rshift(0x7F, n))
-            for k = 2, n do code = code * 64 + bit32.band(ch:byte(k), 0x3F) end
-            local least = ({ 0x80, 0x800, 0x10000 })[n - 1]
-            if code < least or code > 0x10FFFF or (code >= 0xD800 and code <= 0xDFFF) then ch = nil end
-        end
-        if ch == nil then
-            out[#out + 1] = string.format("\\%03d", c)
-            i = i + 1
-        else
-            if n == 1 and (c < 0x20 or c == 0x7F) then
-                ch = CONTROL[c] or string.format("\\%03d", c)
-            elseif n > 1 and unprintable(code) then
-                ch = string.format("\\u{%04X}", code)
-            end
-            out[#out + 1] = ch
-            i = i + n
-        end
-    end
-    return out
-end
+local chars = text_chars
 
 local function short(s) return table.concat(chars(s:sub(1, WIDTH + 1))) end
 

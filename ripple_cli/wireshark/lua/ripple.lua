@@ -631,7 +631,7 @@ local function dissect_envelope(tvb, pinfo, tree)
     end
     if got ~= want then line = line .. " [BAD CRC]" end
     root:append_text(", " .. tname .. ", Seq: " .. tostring(seq))
-    set_info(pinfo, "Ripple", line)
+    set_info(pinfo, "Ripple", escape_text(line))
     return size
 end
 
