@@ -12,7 +12,7 @@ import pytest
 
 from ripple_cli.batch.rows import COLUMN_NAMES
 from tests.batch.conftest import DEMO
-from tests.conftest import ROOT, run_cli
+from tests.conftest import EXAMPLES, ROOT, run_cli
 
 
 def test_usage_errors_before_spark_starts(tmp_path: Path) -> None:
@@ -223,3 +223,52 @@ def test_ctrl_c_while_spark_starts(tmp_path: Path, command: str) -> None:
             time.sleep(0.05)
         else:
             raise AssertionError(f"JVM {pid} outlived ripple")
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.jvm
+@pytest.mark.parametrize("master", [None, "local[1]"], ids=["in-process", "spark"])
+def test_ctrl_c_during_an_overwrite_leaves_the_old_out(tmp_path: Path, master: str | None) -> None:
+    """--overwrite, interrupted once the new table is being written: the
+    old OUT was gone (removed before the writing) and a part of the new one
+    sat under its name, presented as whole.  The new table is now written
+    beside OUT and put in its place only once whole: OUT stays as it was."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    assert run_cli(["export", "-q", str(DEMO), "-o", str(out)]).code == 0
+    before = _tree(out)
+    big = tmp_path / "big.ripple"
+    big.write_bytes(Path(DEMO).read_bytes() * 300)  # 11 MB: seconds of writing
+    spark = [] if master is None else ["--master", master, "--split-size", "64K"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli", "export", "-q", "--overwrite", *spark, str(big), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env,
+    )
+    deadline = time.monotonic() + 300
+    while not any(p.rglob("*.parquet") for p in tmp_path.glob(".out.ripple-*")):  # the new table is being written
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    said = f"ripple: export: interrupted: {out} left as it was\n"
+    assert (proc.returncode, stdout, stderr.decode()) == (130, b"", said)
+    assert _tree(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.ripple", "out"]
+
+
+def test_an_overwrite_puts_the_whole_new_table_in_place(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli(["export", "-q", str(DEMO), "-o", str(out)]).code == 0
+    (out / "stale").write_text("from before")
+    assert run_cli(["export", "-q", "--overwrite", str(EXAMPLES / "session.ripple"), "-o", str(out)]).code == 0
+    assert "stale" not in _tree(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -6,6 +6,7 @@ import contextlib
 import glob
 import os
 import shutil
+import tempfile
 from typing import TYPE_CHECKING
 
 import click
@@ -54,6 +55,30 @@ def _discard(where: str) -> None:
             remove(where)
         elif os.path.isdir(where):
             shutil.rmtree(where)
+
+
+def _staging(final: str) -> str:
+    """Where --overwrite writes when OUT exists (a local path): beside it,
+    on the same file system, put in its place only once the table is
+    whole, so that an export interrupted or failed leaves the old OUT as it
+    was, not a part of a new one under its name."""
+    try:
+        d = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.ripple-", dir=os.path.dirname(final))
+    except OSError as e:
+        raise InputUnreadable(f"{final}: cannot write beside it: {e.strerror or e}") from None
+    os.rmdir(d)  # the writers make it, as they make OUT
+    return d
+
+
+def _replace(final: str, staged: str) -> None:
+    """The whole new table in OUT's place: two renames, the old OUT gone after."""
+    old = staged + ".old"
+    os.rename(final, old)
+    os.rename(staged, final)
+    if os.path.isdir(old) and not os.path.islink(old):
+        shutil.rmtree(old)
+    else:
+        os.remove(old)
 
 
 def checked_out(out: str, fmt: str, partition_by: str | None, tables: bool, overwrite: bool) -> str:
@@ -203,13 +228,13 @@ def export(
     run = BatchRun(env, batch, "export")
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.
-    where = out if is_url(out) else os.path.abspath(out)
+    final = out if is_url(out) else os.path.abspath(out)
+    staged = _staging(final) if overwrite and not is_url(final) and os.path.lexists(final) else None
+    where = staged or final  # what this run writes
     messages = where
     if tables:
         if overwrite and is_url(where):
             remove(where)  # the typed tables of an earlier run too, as write_local and job.write_rows remove OUT
-        elif overwrite and os.path.isdir(where):
-            shutil.rmtree(where)
         messages = os.path.join(where, MESSAGES_DIR)
     fresh = not (os.path.exists(where) if not is_url(where) else exists(where))
     try:
@@ -238,13 +263,16 @@ def export(
                 if tables:
                     finish_tables(where)
             how = ""
+        if staged is not None:
+            _replace(final, staged)
     except BaseException as e:
         # No table presented as whole that is not: what this run wrote goes
         # (an OUT that was there before, --overwrite or not, is not touched).
         if fresh:
             _discard(where)
         if isinstance(e, KeyboardInterrupt):
-            env.problem_line(f"ripple: export: interrupted{f': {out} removed' if fresh else ''}")
+            said = f": {out} left as it was" if staged is not None else f": {out} removed" if fresh else ""
+            env.problem_line(f"ripple: export: interrupted{said}")
             return EXIT_INTERRUPTED
         raise
     part = "" if partition_by == "none" else f", partitioned by {partition_by}"
