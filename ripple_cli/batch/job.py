@@ -729,30 +729,50 @@ def export_by_tasks(
 # ------------------------------------------------------------------ progress
 
 
-class ProgressWatcher:
+class _Watch:
+    """A daemon thread that runs `_run` while the driver waits in a `with`
+    block, told to stop (`_stop`) and joined at its end."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _start(self, name: str) -> None:
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _join(self) -> bool:
+        """Whether a thread ran."""
+        self._stop.set()
+        if self._thread is None:
+            return False
+        self._thread.join()
+        return True
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class ProgressWatcher(_Watch):
     """Spark's task counts on a rich progress bar, polled from the status
     tracker while the driver waits for a job."""
 
     def __init__(self, spark: SparkSession, progress: Progress | None, interval: float = 0.25) -> None:
+        super().__init__()
         self.tracker = spark.sparkContext.statusTracker()
         self.progress = progress
         self.interval = interval
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._bars: dict[int, Any] = {}
         self.label = "spark"  # what the bars of the stages that start now are about
 
     def __enter__(self) -> ProgressWatcher:
         if self.progress is not None:
             self.progress.start()
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
+            self._start("ripple-progress")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self._join():
             self._poll()
         if self.progress is not None:
             self.progress.stop()
@@ -780,7 +800,7 @@ class ProgressWatcher:
                 self.progress.update(bar, total=info.numTasks, completed=info.numTasks)
 
 
-class StarvedWatch:
+class StarvedWatch(_Watch):
     """A cluster that gives the job no executor (workers smaller than
     spark.executor.memory, or no worker at all) leaves the run waiting in
     silence: Spark says so only in the JVM's log (log4j2.properties lets
@@ -790,22 +810,18 @@ class StarvedWatch:
     SIGN = "Initial job has not accepted any resources"
 
     def __init__(self, log_path: str | None, say: Callable[[str], None], interval: float = 0.5) -> None:
+        super().__init__()
         self.log_path = log_path
         self.say = say
         self.interval = interval
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> StarvedWatch:
         if self.log_path is not None:
-            self._thread = threading.Thread(target=self._run, name="ripple-starved", daemon=True)
-            self._thread.start()
+            self._start("ripple-starved")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._join()
 
     def _run(self) -> None:
         assert self.log_path is not None

@@ -79,6 +79,18 @@ class RelayRun:
         return [(NAMES[r.type], r.conn, r.c2s, r.payload[:40]) for r in self.records]
 
 
+def _spawn(cfg: RelayConfig, lane: str, nofile: tuple[int, int] | None = None) -> subprocess.Popen[bytes]:
+    """The relay process as the tap starts it (`nofile`: its limit on open files)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "ripple_cli.tap.relay", cfg.to_json()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=_lane_env(lane),
+        cwd=ROOT,
+        preexec_fn=None if nofile is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile),
+    )
+
+
 @contextmanager
 def relay(
     lane: str,
@@ -94,14 +106,7 @@ def relay(
     read=False nobody reads its records until `start_reading`; with `pace`
     the reader sleeps that long after each record (a tap that lags)."""
     cfg = RelayConfig("127.0.0.1", 0, "127.0.0.1", upstream_port, max_connections, buffer)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ripple_cli.tap.relay", cfg.to_json()],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=_lane_env(lane),
-        cwd=ROOT,
-        preexec_fn=None if nofile is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile),
-    )
+    proc = _spawn(cfg, lane, nofile)
     assert proc.stdout is not None
     records = read_records(cast(BinaryIO, proc.stdout))
     first = next(records)
@@ -638,14 +643,7 @@ def test_port_0_on_every_interface_is_one_port(lane: str) -> None:
     (each family used to get its own, and the status line named two)."""
     if not socket.has_ipv6:
         pytest.skip("no IPv6 here")
-    cfg = RelayConfig(None, 0, "127.0.0.1", 9, 16, 1 << 20)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ripple_cli.tap.relay", cfg.to_json()],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=_lane_env(lane),
-        cwd=ROOT,
-    )
+    proc = _spawn(RelayConfig(None, 0, "127.0.0.1", 9, 16, 1 << 20), lane)
     try:
         assert proc.stdout is not None
         first = next(read_records(cast(BinaryIO, proc.stdout)))
