@@ -62,6 +62,7 @@ KINDS = {
     "delta_duplicate": "Delta sequence_no at or below the last applied",
     "delta_before_schema": "a Delta before any Handshake declared its output",
     "negotiation_failed": "a Schema_negotiation with ok false",
+    "duplicate_schema": "a Handshake declaring one schema fingerprint twice, differently (a warning): the last is used",
 }
 
 # Notes about a capture itself rather than a stream's content (CaptureNote).

@@ -20,15 +20,17 @@ from ripple_cli.terminal.environment import Environment
 
 
 class _Declared(BaseSink):
-    """Every Handshake's schemas, the first declaration of a fingerprint kept."""
+    """Every Handshake's schemas, the first declaration of a fingerprint kept
+    (the last of a Handshake that declares one twice, as decode takes it)."""
 
     def __init__(self, found: dict[bytes, Schema]) -> None:
         self.found = found
 
     def message(self, origin: Origin, msg: Decoded) -> None:
         if isinstance(msg, Message) and isinstance(msg.body, Handshake):
-            for _output, s in msg.body.output_schemas:
-                self.found.setdefault(s.fingerprint, s)
+            declared = {s.fingerprint: s for _output, s in msg.body.output_schemas}
+            for fingerprint, schema in declared.items():
+                self.found.setdefault(fingerprint, schema)
 
 
 def collect_schemas(inputs: Inputs, paths: Iterable[str], env: Environment) -> list[Schema]:

@@ -289,3 +289,38 @@ def test_a_stream_given_as_a_schema_file_is_said_so() -> None:
     pcap = str(EXAMPLES / "beats.pcap")
     r = run_cli(["verify", "--schemas", pcap, session])
     assert (r.code, r.stderr) == (3, f"ripple: {pcap}: not a schema: binary data, not the text of an s-expression\n")
+
+
+_DUP_HANDSHAKE = (
+    b"((seq 1)(time_ns 1)(schema ripple.handshake/v1)(msg(Handshake((source_worker_id w)(output_schemas("
+    b"(first((name v)(version 1)(key String)(fields(((name p)(typ Int)(default())))))) %s"
+    b"))(protocol_version 1)))))\n"
+)
+_DUP_LAST = b"(last((name v)(version 1)(key String)(fields(((name p)(typ Float)(default()))))))"
+_DUP_SAME = b"(again((name v)(version 1)(key String)(fields(((name p)(typ Int)(default()))))))"
+_DUP_DELTA = (
+    b"((seq 2)(time_ns 2)(schema v/v1)(msg(Delta((source_output last)(key k)(delta(Set((p 1.5))))"
+    b"(sequence_no 1)(watermark_ns())))))\n"
+)
+
+
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_a_handshake_declaring_a_fingerprint_twice_is_a_warning(monkeypatch: pytest.MonkeyPatch, pure: str) -> None:
+    """The reference does not say which of two different declarations of
+    one fingerprint holds: decode and encode took the last, schema show and
+    extract the first, and verify said nothing.  Now the last everywhere,
+    and a warning (the same schema twice is none)."""
+    monkeypatch.setenv("RIPPLE_PURE", pure)
+    text = _DUP_HANDSHAKE % _DUP_LAST + _DUP_DELTA
+    stream = run_cli(["encode"], stdin=text)
+    assert stream.code == 0, stream.stderr
+    v = run_cli(["verify", "-"], stdin=stream.stdout)
+    warning = "duplicate_schema: v/v1 declared twice, differently (outputs first and last): the last is used"
+    assert (v.code, v.text.splitlines()[1]) == (0, f"  warning: offset 0 (seq 1): {warning}")
+    assert run_cli(["verify", "--strict", "-"], stdin=stream.stdout).code == 1
+    d = run_cli(["decode", "-"], stdin=stream.stdout)
+    assert d.stdout.splitlines()[1] == _DUP_DELTA.rstrip()  # the Float schema: 1.5
+    shown = run_cli(["schema", "show", "-"], stdin=stream.stdout)
+    assert shown.code == 0 and b"(typ Float)" in shown.stdout and b"(typ Int)" not in shown.stdout
+    same = run_cli(["encode"], stdin=_DUP_HANDSHAKE % _DUP_SAME)
+    assert run_cli(["verify", "-"], stdin=same.stdout).text.endswith("verify: 1 stream, 1 message, 0 problems\n")

@@ -42,7 +42,8 @@ def schema() -> None:
 
 
 class _Handshakes(BaseSink):
-    """Every Handshake's schemas, each fingerprint's first declaration; the
+    """Every Handshake's schemas, each fingerprint's first declaration (the
+    last of a Handshake that declares one twice, as decode takes it); the
     fast lane (when built) counts the other envelopes in bulk."""
 
     takes_runs = True
@@ -52,8 +53,9 @@ class _Handshakes(BaseSink):
 
     def message(self, origin: Origin, msg: Decoded) -> None:
         if isinstance(msg, Message) and isinstance(msg.body, Handshake):
-            for output, s in msg.body.output_schemas:
-                self.found.setdefault(s.fingerprint, (output, s))
+            declared = {s.fingerprint: (output, s) for output, s in msg.body.output_schemas}
+            for fingerprint, pair in declared.items():
+                self.found.setdefault(fingerprint, pair)
 
     def run(self, origin: Origin, run: Run) -> None:
         pass

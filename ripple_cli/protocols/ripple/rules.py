@@ -9,9 +9,9 @@ reads and updates this checker's state between its runs."""
 from __future__ import annotations
 
 from ripple_cli.codec.messages import DELTA, DeltaMsg, DeltaView, Handshake, Heartbeat, SchemaNegotiation
-from ripple_cli.codec.problems import Problem
+from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
-from ripple_cli.codec.schema import text
+from ripple_cli.codec.schema import Schema, text
 from ripple_cli.protocols.item import Progress
 from ripple_cli.protocols.ripple.message import Message
 
@@ -40,6 +40,7 @@ class SequenceChecker:
         if isinstance(body, Handshake):
             self.worker = body.source_worker_id
             self.handshake_seen = True
+            out.extend(duplicate_schema_problems(f.offset, f.seq, body))
         elif isinstance(body, SchemaNegotiation) and not body.ok:
             errors = "; ".join(text(e) for e in body.errors) or "no errors given"
             out.append(Problem(f.offset, "negotiation_failed", f"Schema_negotiation refused: {errors}", seq=f.seq))
@@ -171,3 +172,26 @@ class ProgressTracker:
         pr.missing += missing
         pr.duplicates += duplicates
         pr.out_of_order += out_of_order
+
+
+def duplicate_schema_problems(offset: int, seq: int, hs: Handshake) -> list[Problem]:
+    """A Handshake that declares one fingerprint twice with different
+    schemas (a warning): the reference does not say which holds; ripple
+    takes the last, everywhere (decode, encode, schema show and extract)."""
+    seen: dict[bytes, tuple[bytes, Schema]] = {}
+    out = []
+    for output, schema in hs.output_schemas:
+        first = seen.get(schema.fingerprint)
+        if first is not None and first[1] != schema:
+            out.append(
+                Problem(
+                    offset,
+                    "duplicate_schema",
+                    f"{text(schema.fingerprint)} declared twice, differently (outputs {text(first[0])} and "
+                    f"{text(output)}): the last is used",
+                    severity=Severity.WARNING,
+                    seq=seq,
+                )
+            )
+        seen[schema.fingerprint] = (output, schema)
+    return out
