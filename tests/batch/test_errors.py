@@ -272,3 +272,17 @@ def test_an_overwrite_puts_the_whole_new_table_in_place(tmp_path: Path) -> None:
     assert run_cli(["export", "-q", "--overwrite", str(EXAMPLES / "session.ripple"), "-o", str(out)]).code == 0
     assert "stale" not in _tree(out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_an_overwrite_through_a_link_replaces_its_target(tmp_path: Path) -> None:
+    """OUT a symbolic link to a directory (`latest -> 2024-06-20`): the
+    target is replaced, the link stays, as a redirection writes through one
+    (the staging would otherwise put a directory in the link's place)."""
+    target, link = tmp_path / "day", tmp_path / "latest"
+    assert run_cli(["export", "-q", str(DEMO), "-o", str(target)]).code == 0
+    link.symlink_to(target)
+    (target / "stale").write_text("from before")
+    assert run_cli(["export", "-q", "--overwrite", str(EXAMPLES / "session.ripple"), "-o", str(link)]).code == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert "stale" not in _tree(target) and _tree(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["day", "latest"]

@@ -228,7 +228,8 @@ def export(
     run = BatchRun(env, batch, "export")
     partition = None if partition_by == "none" else partition_by
     # Absolute, as the inputs: the executors do not share the driver's working directory.
-    final = out if is_url(out) else os.path.abspath(out)
+    # A link's target is what is replaced (the link stays), as a redirection writes through one.
+    final = out if is_url(out) else os.path.realpath(out) if os.path.islink(out) else os.path.abspath(out)
     staged = _staging(final) if overwrite and not is_url(final) and os.path.lexists(final) else None
     where = staged or final  # what this run writes
     messages = where
