@@ -653,6 +653,12 @@ local function skipped(tvb, pinfo, tree, at, n)
     set_info(pinfo, "Ripple", string.format("[%d bytes skipped]", n))
 end
 
+-- A damaged stretch that reaches the end of a segment waits for the next
+-- one, so that it is one item however the segments cut it; up to this
+-- many bytes (an endless one is shown in pieces), and not past a FIN.
+local MAX_DAMAGE_HELD = 65536
+local tcp_fin = Field.new("tcp.flags.fin")
+
 local function dissect(tvb, pinfo, tree)
     local at, len = 0, tvb:len()
     local damaged -- where the bytes being skipped began
@@ -693,6 +699,11 @@ local function dissect(tvb, pinfo, tree)
                     if rest:sub(-k) == ("RIPP\1"):sub(1, k) then keep = k; break end
                 end
                 n = avail - keep
+                local fin = tcp_fin()
+                if keep == 0 and len - damaged < MAX_DAMAGE_HELD and not (fin and fin.value) then
+                    pinfo.desegment_offset, pinfo.desegment_len = damaged, DESEGMENT_ONE_MORE_SEGMENT
+                    return len
+                end
             end
             at = at + n
         end
