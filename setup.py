@@ -21,6 +21,8 @@ setup(
             ],
             optional=True,
         ),
+        # SIGBUS in the mmap windows a file is read through (ripple_cli/sources/files.py reads without them).
+        Extension("ripple_cli.sources._mapguard", sources=["ripple_cli/sources/_mapguard.c"], optional=True),
         # The tap relay's event loop (ripple_cli/tap/relay.py runs its asyncio one without it).
         Extension("ripple_cli.tap._relayloop", sources=["ripple_cli/tap/_relayloop.c"], optional=True),
     ]

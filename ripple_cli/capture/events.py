@@ -9,6 +9,7 @@ the same on all of them.
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Union
@@ -77,7 +78,10 @@ class StreamStart:
 @dataclass(frozen=True, slots=True)
 class StreamData:
     stream: StreamId | None  # None: a raw stream file
-    data: bytes
+    # A raw file's bytes may be a read-only mmap window of it (sources/
+    # files.py); the Demux hands those as bytes to a dissector that does
+    # not take buffers (StreamDissector.takes_buffers).
+    data: bytes | mmap.mmap
     time_ns: int | None  # capture time of the packet that carried these bytes (None: not a capture)
 
 

@@ -10,11 +10,12 @@ start-up selects the package.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
 
 from ripple_cli.codec.fast import speedups
 
-Buffer = bytes | bytearray | memoryview
+Buffer = bytes | bytearray | memoryview | mmap.mmap  # mmap: a file's window (sources/files.py)
 
 
 def _pick() -> Callable[[Buffer], int]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ripple_cli.codec.crc import crc32c
+from ripple_cli.codec.crc import Buffer, crc32c
 from ripple_cli.codec.fast import speedups
 
 POLY = 0x82F63B78  # CRC-32C, reflected
@@ -74,9 +74,6 @@ shift = _accel.crc32c_shift if _accel is not None else _shift
 def combine(crc_a: int, crc_b: int, len_b: int) -> int:
     """crc32c(A + B) from crc32c(A), crc32c(B) and len(B)."""
     return shift(crc_a, len_b) ^ crc_b
-
-
-Buffer = bytes | bytearray
 
 
 class RangeCrcs(Protocol):

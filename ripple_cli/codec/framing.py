@@ -10,11 +10,19 @@ front only when a chunk would not fit after it.  Letting a bytearray shrink
 (del of the framed prefix) and grow again for every chunk cost more than
 reading the stream: each round frees and reallocates a chunk's worth of
 memory, which the allocator hands back to the system and faults in again.
+
+A chunk that is an mmap window of a file (sources/files.py) is not copied:
+the decoder frames in the window itself (it *borrows* it).  Only the seam
+between two windows is copied: the envelope cut by it, taken from the
+bytes left of the last window and the head of the next, after which the
+decoder moves on into the next window.
 """
 
 from __future__ import annotations
 
-from ripple_cli.codec.crc import crc32c
+import mmap
+
+from ripple_cli.codec.crc import Buffer, crc32c
 from ripple_cli.codec.crcrange import STEP, RangeCrcs, prefixes
 from ripple_cli.codec.envelope import (
     CRC,
@@ -35,11 +43,20 @@ from ripple_cli.codec.problems import Problem, Severity, then_hole
 # payloads decoded at 13x a clean stream's time per byte).
 _accel = speedups()
 
+# What of a window is copied at first to join it to the bytes left of the
+# last one; more when the envelope across the seam is longer.
+SEAM = 64 << 10
+
 
 class FrameDecoder:
     def __init__(self, max_payload: int = DEFAULT_MAX_PAYLOAD, start_offset: int = 0) -> None:
         self.max_payload = max_payload
-        self._buf = bytearray()
+        self._own = bytearray()
+        self._buf: bytearray | mmap.mmap = self._own  # _own, or a borrowed window
+        # A window whose head, up to index k, ends _own (a seam being
+        # framed): (window, k).  The decoder moves into it once what is left
+        # to frame lies in that head.
+        self._next: tuple[mmap.mmap, int] | None = None
         self._end = 0  # bytes of _buf in use: _buf[_end:] is room for the next chunks
         self._pos = 0  # index in _buf of the first byte not yet framed
         self._base = start_offset  # stream offset of _buf[0]
@@ -61,7 +78,7 @@ class FrameDecoder:
     def buffered(self) -> int:
         return self._end - self._pos
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame | Problem]:
+    def feed(self, data: Buffer) -> list[Frame | Problem]:
         self.append(data)
         out: list[Frame | Problem] = []
         self._run(out, final=False)
@@ -91,14 +108,66 @@ class FrameDecoder:
     # until it returns nothing, then compact (feed), drop_all (finish) or
     # hole (gap).
 
-    def append(self, data: bytes | bytearray | memoryview) -> None:
+    def append(self, data: Buffer) -> None:
+        if self._next is not None:  # not framed past the seam: the rest of that window first
+            self._copy_next(len(self._next[0]))
+        if isinstance(data, mmap.mmap):
+            if self._pos == self._end and self._prefixes is None:
+                self._base += self._end
+                self._buf, self._pos, self._end = data, 0, len(data)
+                return
+            head = min(len(data), SEAM)
+            self._copy(memoryview(data)[:head])
+            self._next = (data, head) if head < len(data) else None
+            return
+        self._copy(data)
+
+    def _copy(self, data: bytes | bytearray | memoryview) -> None:
+        if self._buf is not self._own:
+            self._unborrow()
         k = len(data)
-        if self._end + k > len(self._buf):
+        if self._end + k > len(self._own):
             self._make_room(k)
-        self._buf[self._end : self._end + k] = data  # same length: a copy, no resizing
+        self._own[self._end : self._end + k] = data  # same length: a copy, no resizing
         self._end += k
 
-    def _make_room(self, k: int) -> None:
+    def _unborrow(self) -> None:
+        """What is left of the borrowed window, into _own."""
+        window = self._buf
+        keep = self._keep()
+        self._own[: self._end - keep] = window[keep : self._end]
+        self._buf = self._own
+        self._base += keep
+        self._pos, self._end = self._pos - keep, self._end - keep
+
+    def _copy_next(self, upto: int) -> None:
+        """More of the window across the seam into _own, up to index `upto`."""
+        assert self._next is not None
+        window, k = self._next
+        self._next = None
+        with memoryview(window) as view:
+            self._copy(view[k:upto])
+        if upto < len(window):
+            self._next = (window, upto)
+
+    def _cross_seam(self) -> None:
+        """Framing stopped short of the end of _own with a window after it:
+        into the window, when what is left to frame lies in its head (and no
+        damaged region needs older bytes); else more of its head is copied."""
+        assert self._next is not None
+        window, k = self._next
+        at = self._end - k  # index in _own of window[0]
+        if self._pos >= at and self._damage is None:
+            self._next = None
+            self._base += at
+            self._buf, self._pos, self._end = window, self._pos - at, len(window)
+            return
+        self._copy_next(min(len(window), 2 * k + SEAM))
+
+    def _keep(self) -> int:
+        """The first index of the buffer still needed: the next byte to
+        frame, or, during a resync over long claimed payloads, the mark its
+        range CRCs start from."""
         keep = self._pos
         pre = self._prefixes
         if pre is not None:  # a later candidate's range CRC needs the bytes from the mark before it on
@@ -106,13 +175,18 @@ class FrameDecoder:
             mark = start - (start - pre.origin) % STEP
             pre.extend(self._buf, self._base, mark)
             keep = min(keep, mark - self._base)  # not `covered`: marks may reach past _pos
+        return keep
+
+    def _make_room(self, k: int) -> None:
+        keep = self._keep()
         pending = self._end - keep
+        own = self._own
         if keep:
-            self._buf[:pending] = self._buf[keep : self._end]
+            own[:pending] = own[keep : self._end]
             self._base += keep
             self._pos, self._end = self._pos - keep, pending
-        if pending + k > len(self._buf):
-            self._buf += bytes(max(pending + k, 2 * len(self._buf)) - len(self._buf))
+        if pending + k > len(own):
+            own += bytes(max(pending + k, 2 * len(own)) - len(own))
 
     def step(self, final: bool) -> list[Frame | Problem]:
         """At most one Frame or Problem, or nothing: more bytes are needed
@@ -121,7 +195,7 @@ class FrameDecoder:
         self._run(out, final, limit=1)
         return out
 
-    def lane_window(self) -> tuple[bytearray, int, int] | None:
+    def lane_window(self) -> tuple[bytearray | mmap.mmap, int, int] | None:
         """The buffer, the index where the next envelope should start and
         the end of the bytes in use, or None while a damaged region is open
         (only the Python scan resynchronizes)."""
@@ -132,17 +206,21 @@ class FrameDecoder:
         self._pos = pos
 
     def compact(self) -> None:
-        if self._pos == self._end:  # all framed: the whole buffer is room again
+        if self._pos == self._end and self._next is None:  # all framed: the whole buffer is room again
             self._base += self._pos
             self._pos = self._end = 0
+            self._buf = self._own  # a borrowed window is let go
 
     def drop_all(self) -> None:
         self._base += self._end
-        self._buf = bytearray()
+        self._own = self._buf = bytearray()
+        self._next = None
         self._pos = self._end = 0
         self._prefixes = None
 
     def hole(self, size: int) -> None:
+        if self._next is not None:
+            self._copy_next(len(self._next[0]))
         hole_at = self._base + self._end
         detail = f"{size} bytes missing from the stream at offset {hole_at}"
         if self._damage is not None:
@@ -151,7 +229,8 @@ class FrameDecoder:
         else:
             self._damage = (self._base + self._pos, "gap", detail)
         self._base = hole_at + size
-        self._buf = bytearray()
+        self._own = self._buf = bytearray()
+        self._next = None
         self._pos = self._end = 0
         self._prefixes = None
 
@@ -194,9 +273,7 @@ class FrameDecoder:
             return
         out.append(Problem(start, kind, detail, skipped=skipped))
 
-    def _check(
-        self, buf: bytearray, p: int, n: int, final: bool, resync: bool = False
-    ) -> tuple[str, str] | bool | None:
+    def _check(self, buf: Buffer, p: int, n: int, final: bool, resync: bool = False) -> tuple[str, str] | bool | None:
         """Is there a whole valid envelope at p?  None: yes.  False: not
         enough bytes yet.  (kind, detail): no, and why.  `resync`: a
         candidate after damage, its CRC from the prefixes."""
@@ -236,11 +313,19 @@ class FrameDecoder:
 
     def _run(self, out: list[Frame | Problem], final: bool, limit: int | None = None) -> None:
         """Frame from _pos on; with `limit`, stop once that many items are out."""
+        stop_at = len(out) + limit if limit is not None else -1
+        while True:
+            self._frame(out, final and self._next is None, stop_at)
+            if self._next is None or len(out) == stop_at:
+                return
+            self._cross_seam()
+
+    def _frame(self, out: list[Frame | Problem], final: bool, stop_at: int) -> None:
+        """_run in the buffer as it is."""
         buf = self._buf
         n = self._end
         p = self._pos
         base = self._base
-        stop_at = len(out) + limit if limit is not None else -1
         while p < n:
             if len(out) == stop_at:
                 break

@@ -162,7 +162,10 @@ class Demux:
             # The usual event, a packet's bytes on a stream being decoded (its
             # state exists once it is wanted and its protocol decided): straight
             # to its dissector, one generator fewer a packet.
-            yield from self._emit(st, st.dissector.feed_lazily(event.data), event.time_ns)
+            data = event.data
+            if type(data) is not bytes and not st.dissector.takes_buffers:
+                data = bytes(data)
+            yield from self._emit(st, st.dissector.feed_lazily(data), event.time_ns)  # type: ignore[arg-type]
             return
         if isinstance(event, CaptureNote):
             if event.stream is not None and not self.want(event.stream):
@@ -198,7 +201,10 @@ class Demux:
         st = self._state(stream)
         dis = st.dissector
         if isinstance(event, StreamData):
-            yield from self._emit(st, dis.feed_lazily(event.data), event.time_ns)
+            data = event.data
+            if type(data) is not bytes and not dis.takes_buffers:
+                data = bytes(data)  # a file's mmap window (StreamData.data)
+            yield from self._emit(st, dis.feed_lazily(data), event.time_ns)  # type: ignore[arg-type]
             return
         if isinstance(event, StreamGap):
             yield from self._emit(st, dis.gap(event.size), event.time_ns)

@@ -201,6 +201,10 @@ class StreamDissector(ABC):
     # DissectOptions.progress asks and the protocol numbers anything the
     # tap's live view shows; else None.
     progress: Progress | None = None
+    # `feed` takes a read-only mmap window of a file as it is (through the
+    # buffer protocol; the window stays mapped while the dissector holds
+    # it); else the Demux gives it bytes.
+    takes_buffers: bool = False
 
     def midstream(self) -> None:
         """The capture did not see this connection open: the stream may start

@@ -3,11 +3,12 @@ a pcap or a pcapng (told apart by their first bytes, so stdin works too)."""
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
 from typing import BinaryIO
 
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamStart
-from ripple_cli.sources.files import display_name, read_chunks
+from ripple_cli.sources.files import CHUNK_SIZE, display_name, mapped_chunks
 
 _MAGIC_LEN = 4
 
@@ -61,21 +62,22 @@ def input_events(
     max_flows: int = 10000,
     name: str | None = None,
     window: int = 8 << 20,
-    chunks: Iterator[bytes] | None = None,
+    chunks: Iterator[bytes] | Iterator[bytes | mmap.mmap] | None = None,
 ) -> Iterator[CaptureEvent]:
     """`ports`, `max_flows` and `window` apply to captures: see `CaptureOptions`.
     `name` is the input's name in notes about the file (default: `path`).
     `chunks`, when given, are the input's bytes already opened (a pipe or a
     FIFO can be opened only once: a caller that looked at its head passes
-    the head and the rest here)."""
+    the head and the rest here).  A raw stream's chunks may be mmap
+    windows of the file (files.mapped_chunks), a capture's are bytes."""
     if chunks is None:
-        chunks = read_chunks(path, stdin)
-    head = b""
+        chunks = mapped_chunks(path, stdin)
+    head: bytes | mmap.mmap = b""
     while len(head) < _MAGIC_LEN:
         chunk = next(chunks, None)
         if chunk is None:
             break
-        head += chunk
+        head = chunk if not head else bytes(head) + chunk  # a first window stays as it is
     from ripple_cli.capture.formats import sniff_format
 
     if sniff_format(head) == "raw":
@@ -89,4 +91,16 @@ def input_events(
     from ripple_cli.capture.reader import CaptureOptions, capture_events
 
     opts = CaptureOptions(ports=ports, max_flows=max_flows, window=window)
-    yield from capture_events(ChunkFile(head, chunks), display_name(name or path), opts)  # type: ignore[arg-type]
+    rest = _pieces(chunks)
+    yield from capture_events(ChunkFile(bytes(head), rest), display_name(name or path), opts)  # type: ignore[arg-type]
+
+
+def _pieces(chunks: Iterator[bytes] | Iterator[bytes | mmap.mmap]) -> Iterator[bytes]:
+    """The chunks as bytes, a window cut in read()'s sizes: the capture
+    readers copy what they keep anyway."""
+    for chunk in chunks:
+        if type(chunk) is bytes:
+            yield chunk
+        else:
+            for at in range(0, len(chunk), CHUNK_SIZE):
+                yield chunk[at : at + CHUNK_SIZE]

@@ -6,8 +6,11 @@ checker state."""
 
 from __future__ import annotations
 
+import mmap
 import pickle
 import string
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +36,7 @@ from test_prop_sexp import trees
 from test_prop_stream import damaged_streams
 
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamGap, StreamStart
+from ripple_cli.codec import framing
 from ripple_cli.codec.delta import CompiledSchema, Patch, SetRow
 from ripple_cli.codec.envelope import MAGIC, Frame
 from ripple_cli.codec.errors import DecodeError
@@ -1111,3 +1115,99 @@ def test_a_registry_answers_for_the_last_declaration() -> None:
             assert compiled is not None and compiled.schema == s and fp in registry
         assert registry.get(b"s9/v1") is None and b"s9/v1" not in registry
         assert sorted(s.fingerprint for s in registry.schemas()) == sorted(latest)
+
+
+# ------------------------------------------------------------ mmap windows
+
+
+def _as_windows(events: list[CaptureEvent]) -> list[CaptureEvent]:
+    """Each chunk as a read-only buffer the framer borrows: an anonymous
+    mmap, as a file's window is (sources/files.py)."""
+    out: list[CaptureEvent] = []
+    for ev in events:
+        if isinstance(ev, StreamData):
+            window = mmap.mmap(-1, len(ev.data))
+            window.write(ev.data)
+            ev = StreamData(ev.stream, window, ev.time_ns)
+        out.append(ev)
+    return out
+
+
+@prop(200)
+@given(st.data())
+def test_mmap_windows_are_framed_as_their_bytes(data: st.DataObject) -> None:
+    """The framer frames in a window without copying it, and copies only
+    the seam between two (framing.SEAM of the next one at first, more when
+    the envelope across it is longer): whatever the windows' sizes and the
+    seam's, the same lines, problems and counts as the bytes fed as bytes,
+    on either lane."""
+    envs = data.draw(st.one_of(rule_streams(), envelope_lists()))
+    stream = data.draw(st.one_of(corrupted(envs), damaged_streams()))
+    cuts = _cuts(data.draw(chunk_plans), len(stream))
+    events = _events(stream, cuts, {})
+    max_payload = data.draw(st.sampled_from([1 << 24, 200]))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(framing, "SEAM", data.draw(st.sampled_from([1, 3, 59, 63, 64, 100, 1 << 16])))
+        for kind, mode in [
+            (LaneKind.COUNT, DeltaMode.VALIDATE),
+            (LaneKind.SEXP, DeltaMode.DECODE),
+            (LaneKind.JSON, DeltaMode.DECODE),
+            (LaneKind.TABLE, DeltaMode.RAW),
+        ]:
+            pure = run(events, None, kind, mode, max_payload)
+            for lane in (None, kind) if speedups() is not None else (None,):
+                mapped = run(_as_windows(events), lane, kind, mode, max_payload)
+                assert mapped.items == pure.items
+                assert mapped.totals == pure.totals
+                assert mapped.streams == pure.streams
+                assert mapped.checkers == pure.checkers
+
+
+# ------------------------------------------------- verify's scan over cores
+
+
+@contextmanager
+def cut_over_cores(warmup: int, segments: int) -> Iterator[None]:
+    """Every run of the scanner is cut in `segments` (par_scan), however short."""
+    accel = speedups()
+    assert accel is not None
+    old = accel.parallel(0, warmup, segments)
+    try:
+        yield
+    finally:
+        accel.parallel(*old)
+
+
+needs_c = pytest.mark.skipif(speedups() is None, reason="the C fast lane is off (RIPPLE_PURE)")
+
+
+@needs_c
+@prop(200)
+@given(st.data())
+def test_verify_lane_cut_over_cores_gives_the_same_problems_and_counts(data: st.DataObject) -> None:
+    """The segments' records, with the rules applied after in stream order,
+    give what the pure checker gives: problems, counts, checker state."""
+    envs = data.draw(rule_streams())
+    stream = data.draw(st.one_of(corrupted(envs), damaged_streams()))
+    events = _events(stream, _cuts(data.draw(chunk_plans), len(stream)), {})
+    mode = data.draw(st.sampled_from([DeltaMode.VALIDATE, DeltaMode.DECODE, DeltaMode.RAW]))
+    with cut_over_cores(data.draw(st.sampled_from([0, 0, 63, 300])), data.draw(st.integers(2, 8))):
+        assert_same(events, LaneKind.COUNT, mode)
+        assert_same(_as_windows(events), LaneKind.COUNT, mode)
+
+
+@needs_c
+@pytest.mark.parametrize("segments", [2, 3, 5])
+def test_an_envelope_inside_a_payload_is_not_a_segment_boundary(segments: int) -> None:
+    """A whole valid envelope carried inside another's payload (a Heartbeat
+    whose worker_id is one) is where the boundary search lands when it
+    starts before it: the segment before runs past it, and the segments
+    from there on are not used."""
+    inner = Envelope(7, 1, FIXED_FINGERPRINTS[4], 0, Heartbeat(b"inner", 2, 0.5)).to_bytes()
+    around = Envelope(8, 3, FIXED_FINGERPRINTS[4], 0, Heartbeat(inner * 40, 4, 0.25)).to_bytes()
+    beats = [Envelope(s, 5, FIXED_FINGERPRINTS[4], 0, Heartbeat(b"w", s, 1.0)).to_bytes() for s in range(9, 60)]
+    for before in (1, 5, 20):
+        stream = b"".join(beats[:before]) + around + b"".join(beats[before:])
+        with cut_over_cores(0, segments):
+            fast = assert_same(_events(stream, [], {}), LaneKind.COUNT, DeltaMode.VALIDATE)
+        assert fast.totals[0] == 52  # the inner envelopes are not messages

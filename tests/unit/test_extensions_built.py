@@ -12,6 +12,8 @@ from ripple_cli.codec.fast import pure_requested
 
 
 @pytest.mark.skipif("CI" not in os.environ or pure_requested(), reason="only in CI, and not under RIPPLE_PURE")
-@pytest.mark.parametrize("module", ["ripple_cli.codec.fast._speedups", "ripple_cli.tap._relayloop"])
+@pytest.mark.parametrize(
+    "module", ["ripple_cli.codec.fast._speedups", "ripple_cli.tap._relayloop", "ripple_cli.sources._mapguard"]
+)
 def test_the_c_extension_was_built(module: str) -> None:
     importlib.import_module(module)

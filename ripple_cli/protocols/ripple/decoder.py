@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ripple_cli.codec.crc import Buffer
 from ripple_cli.codec.envelope import DEFAULT_MAX_PAYLOAD, Frame
 from ripple_cli.codec.errors import DecodeError
 from ripple_cli.codec.framing import FrameDecoder
@@ -114,7 +115,7 @@ class StreamDecoder:
         self.frames = FrameDecoder(max_payload, start_offset)
         self.messages = MessageDecoder(registry, delta_mode)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+    def feed(self, data: Buffer) -> list[Event]:
         return self._decode(self.frames.feed(data))
 
     def finish(self) -> list[Event]:
@@ -131,7 +132,7 @@ class StreamDecoder:
     # in the registry a later Handshake fills).  The stream dissector
     # (stream.py) puts its fast lane's runs between the steps.
 
-    def feed_steps(self, data: bytes | bytearray | memoryview) -> Iterator[list[Event]]:
+    def feed_steps(self, data: Buffer) -> Iterator[list[Event]]:
         self.frames.append(data)
         yield from self._steps(final=False)
         self.frames.compact()

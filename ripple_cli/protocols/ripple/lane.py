@@ -31,6 +31,7 @@ from itertools import islice
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ripple_cli.codec.crc import Buffer
 from ripple_cli.codec.envelope import HEADER_SIZE
 from ripple_cli.codec.fast.layout import (
     REC_BEFORE_SCHEMA,
@@ -212,7 +213,7 @@ _UNCOMPILED: Any = object()
 
 
 def _follow(
-    tracker: ProgressTracker, buf: bytes | bytearray, lasts: tuple[int, ...], records: array[int], seq: int | None
+    tracker: ProgressTracker, buf: Buffer, lasts: tuple[int, ...], records: array[int], seq: int | None
 ) -> None:
     """A run's part in its stream's progress: its last seq, its last Delta,
     watermark and Heartbeat (read where the scanner saw them, a few
@@ -246,7 +247,7 @@ def _follow(
 _LENGTH = struct.Struct("<i")  # a payload's length, as envelope.HEADER has it
 
 
-def _payload(buf: bytes | bytearray, at: int) -> bytes:
+def _payload(buf: Buffer, at: int) -> bytes:
     (length,) = _LENGTH.unpack_from(buf, at + HEADER_SIZE - _LENGTH.size)  # the header ends in it
     return bytes(buf[at + HEADER_SIZE : at + HEADER_SIZE + length])
 

@@ -7,6 +7,7 @@ when one was asked for and the C extension is built.
 
 from __future__ import annotations
 
+import mmap
 from types import ModuleType
 
 from ripple_cli.codec.fast import speedups
@@ -18,6 +19,8 @@ from ripple_cli.protocols.ripple.rules import ProgressTracker, SequenceChecker
 
 
 class RippleStream(StreamDissector):
+    takes_buffers = True  # the framer borrows a file's mmap windows (codec/framing.py)
+
     def __init__(self, options: DissectOptions, accel: ModuleType | None = None) -> None:
         """`accel`: the C extension for a fast lane, if `options.lane` asks
         for one (the dissector looks it up once per options); None looks it
@@ -59,7 +62,7 @@ class RippleStream(StreamDissector):
     def midstream(self) -> None:
         self.decoder.frames.join_midstream()
 
-    def feed(self, data: bytes) -> list[Item]:
+    def feed(self, data: bytes | mmap.mmap) -> list[Item]:
         if not self._steps:
             return self._events(self.decoder.feed(data))
         if self._lane_for is not None:
