@@ -143,7 +143,7 @@ def _mapped_windows(f: BinaryIO, name: str, guard: ModuleType) -> Generator[mmap
         yield window
         del window
         if guard.faults() != faults:
-            raise _shrank(name, _size(fd))
+            raise _shrank(name, _size(fd))  # the window just given was read past the new end
         offset += length
     f.seek(offset)
     return offset
@@ -157,7 +157,24 @@ def _size(fd: int) -> int:
 
 
 def _shrank(name: str, size: int) -> InputUnreadable:
-    return InputUnreadable(f"{name}: read error at offset {size}: the file shrank while it was read")
+    at = f" at offset {size}" if size >= 0 else ""
+    return InputUnreadable(f"{name}: read error{at}: the file shrank while it was read")
+
+
+def mapped_faults() -> int:
+    """How many times so far a mapped window was read past its file's end
+    (the file shrank), 0 without the guard."""
+    guard = _guard()
+    return guard.faults() if guard is not None else 0
+
+
+def shrank(path: str) -> InputUnreadable:
+    """The error for a file of `path` that shrank while its windows were read."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = -1
+    return _shrank(display_name(path), size)
 
 
 def _read_stream(f: BinaryIO, name: str, chunk_size: int, live: bool, offset: int = 0) -> Iterator[bytes]:

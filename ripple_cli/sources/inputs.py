@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ripple_cli.capture.events import CaptureEvent, StreamData, StreamEnd, StreamStart
-from ripple_cli.sources.files import CHUNK_SIZE, display_name, mapped_chunks
+from ripple_cli.sources.files import CHUNK_SIZE, display_name, mapped_chunks, mapped_faults, shrank
 
 _MAGIC_LEN = 4
 
@@ -70,6 +70,7 @@ def input_events(
     FIFO can be opened only once: a caller that looked at its head passes
     the head and the rest here).  A raw stream's chunks may be mmap
     windows of the file (files.mapped_chunks), a capture's are bytes."""
+    faults = mapped_faults()
     if chunks is None:
         chunks = mapped_chunks(path, stdin)
     head: bytes | mmap.mmap = b""
@@ -87,6 +88,11 @@ def input_events(
         for chunk in chunks:
             yield StreamData(None, chunk, None)
         yield StreamEnd(None, None, "end of input")
+        # The decoder may read a window after the source has moved past it
+        # (the cut tail of the last one, windows held until the protocol is
+        # told at the end): a file that shrank meanwhile is known only now.
+        if mapped_faults() != faults:
+            raise shrank(path)
         return
     from ripple_cli.capture.reader import CaptureOptions, capture_events
 
