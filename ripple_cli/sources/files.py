@@ -104,11 +104,12 @@ def _guard() -> ModuleType | None:
 
 
 def _mapped_windows(f: BinaryIO, name: str, guard: ModuleType) -> Generator[mmap.mmap, None, int]:
-    """A regular file's windows while it has at least MAP_MIN bytes left, as
-    its size is when each window is mapped; returns the offset reached (the
-    rest, and what a writer appends meanwhile, is read).  A file that
-    shrinks while it is read ends the input with a read error: the pages
-    past its new end read as zeros (the guard) until then."""
+    """A regular file of MAP_MIN bytes or more as windows to its end, as its
+    size is when each window is mapped; returns the offset reached (what a
+    writer appends after that is read).  A file that shrinks while it is
+    read ends the input with a read error: the pages past its new end read
+    as zeros (the guard) until then, and input_events looks again at the
+    input's end, when a decoder may have read a window late."""
     try:
         fd = f.fileno()
         if not stat.S_ISREG(os.fstat(fd).st_mode):
