@@ -72,16 +72,21 @@ except InputUnreadable as e:
 """
 
 
+def _run_child(script: str, path: Path) -> str:
+    """`script` in a Python of its own (a SIGBUS the guard missed kills it, not the tests): its stdout."""
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, cwd=ROOT, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert r.returncode == 0, r.stderr
+    return r.stdout.decode()
+
+
 @guarded
 def test_a_file_that_shrinks_while_it_is_read_is_a_read_error_not_a_crash(tmp_path: Path) -> None:
     path = tmp_path / "shrinking"
     data = _file(path, files.CHUNK_SIZE + files.WINDOW)
-    r = subprocess.run(
-        [sys.executable, "-c", SHRINK, str(path)], capture_output=True, cwd=ROOT, timeout=60, stdin=subprocess.DEVNULL
-    )
-    assert r.returncode == 0, r.stderr
     at = files.CHUNK_SIZE + 100
-    assert r.stdout.decode() == (
+    assert _run_child(SHRINK, path) == (
         f"{data[at - 1]} 0 0\n{path}: read error at offset {at}: the file shrank while it was read\n"
     )
 
@@ -115,11 +120,7 @@ def test_a_window_read_after_the_last_one_was_given_still_tells_the_file_shrank(
     end): the input's end still says the file shrank."""
     path = tmp_path / "late"
     _file(path, files.CHUNK_SIZE + files.WINDOW + 5000)
-    r = subprocess.run(
-        [sys.executable, "-c", LATE, str(path)], capture_output=True, cwd=ROOT, timeout=60, stdin=subprocess.DEVNULL
-    )
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.decode() == f"0\n{path}: read error at offset 100: the file shrank while it was read\n"
+    assert _run_child(LATE, path) == f"0\n{path}: read error at offset 100: the file shrank while it was read\n"
 
 
 def test_the_guard_error_names_the_file_and_offset() -> None:
