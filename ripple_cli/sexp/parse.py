@@ -206,6 +206,11 @@ class _Reader:
                 i = j + (3 if e == 0x0D else 2)
                 while i < n and text[i] in b" \t":
                     i += 1
+            elif e == 0x0D:
+                # A CR that no LF follows: parsexp keeps the CR and drops the
+                # backslash (it is not an unknown escape, kept as written).
+                out.append(0x0D)
+                i = j + 2
             else:
                 # sexplib keeps an unknown escape as written.
                 out.append(0x5C)

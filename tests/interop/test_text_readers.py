@@ -158,6 +158,8 @@ _STRING_PIECES = [
     "\\\t",
     "\\o123",
     "\\u{41}",
+    "\\\r",  # a backslash before a CR that no LF follows: sexplib drops the backslash
+    "\r",
     "a",
     " ",
     "x",
