@@ -10,7 +10,6 @@ strings are JSON strings when they are valid UTF-8, else
 
 from __future__ import annotations
 
-import base64
 import datetime
 import json
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +30,7 @@ from ripple_cli.codec.messages import (
 )
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.schema import FieldType, Schema, sexp_of_field_type, text
-from ripple_cli.codec.values import bytes_to_json, float_to_json
+from ripple_cli.codec.values import b64, bytes_to_json, float_to_json
 from ripple_cli.sexp.atoms import escape_text
 from ripple_cli.sexp.write import to_string
 
@@ -192,8 +191,8 @@ def body_to_json(body: Body, lazy: bool = False) -> dict[str, Any]:
         return {
             "source_output": bytes_to_json(body.source_output),
             "schema_known": False,
-            "key_bytes": base64.b64encode(body.key).decode(),
-            "delta_bytes": base64.b64encode(body.delta_bytes).decode(),
+            "key_bytes": b64(body.key),
+            "delta_bytes": b64(body.delta_bytes),
             "sequence_no": body.sequence_no,
             "watermark_ns": body.watermark_ns,
         }
@@ -221,7 +220,7 @@ def body_to_json(body: Body, lazy: bool = False) -> dict[str, Any]:
         }
     if isinstance(body, SchemaNegotiation):
         return {"ok": body.ok, "errors": [bytes_to_json(e) for e in body.errors]}
-    return {"tag": body.tag, "payload": base64.b64encode(body.payload).decode()}
+    return {"tag": body.tag, "payload": b64(body.payload)}
 
 
 def iso_time(ns: int) -> str:

@@ -14,7 +14,7 @@ Python shape of a value, by field type:
 
 from __future__ import annotations
 
-import base64
+import binascii
 import math
 import threading
 from collections.abc import Callable
@@ -131,12 +131,18 @@ def float_to_json(x: float) -> Any:
     return x
 
 
+def b64(b: bytes) -> str:
+    """base64.b64encode(b), as text.  binascii is what that calls: importing
+    base64 itself costs every command's start-up a few ms."""
+    return binascii.b2a_base64(b, newline=False).decode("ascii")
+
+
 def bytes_to_json(b: bytes) -> Any:
     """Valid UTF-8 as a JSON string, anything else as {"base64": ...}."""
     try:
         return b.decode("utf-8")
     except UnicodeDecodeError:
-        return {"base64": base64.b64encode(b).decode("ascii")}
+        return {"base64": b64(b)}
 
 
 _SMALL_INTS = tuple(str(i).encode() for i in range(-128, 128))

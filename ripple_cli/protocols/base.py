@@ -21,7 +21,6 @@ described in `item.py`.
 
 from __future__ import annotations
 
-import base64
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from ripple_cli.codec.messages import DeltaMode
 from ripple_cli.codec.problems import Problem
 from ripple_cli.codec.registry import SchemaRegistry
 from ripple_cli.codec.text import tree_line
+from ripple_cli.codec.values import bytes_to_json
 from ripple_cli.protocols.item import Cells, Item, Progress
 from ripple_cli.protocols.origin import Origin
 from ripple_cli.sexp.tree import Sexp
@@ -185,13 +185,9 @@ class ProtoMessage:
         return None
 
 
-def json_bytes(b: bytes) -> str | dict[str, str]:
-    """Bytes in JSON, as Ripple's JSON view does: a string when UTF-8, else
-    {"base64": ...}."""
-    try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(b).decode("ascii")}
+# Bytes in JSON as Ripple's JSON view shows them: a string when UTF-8, else
+# {"base64": ...}.  One rule for every protocol.
+json_bytes = bytes_to_json
 
 
 class StreamDissector(ABC):

@@ -15,12 +15,16 @@ VERIFY_JSON_VERSION = 1
 
 def problem_line(report: Report, p: Problem) -> str:
     label = "error" if report.is_problem(p) else "warning"
-    seq = f" (seq {p.seq})" if p.seq is not None else ""
-    where = f"offset {p.offset}{seq}: " if p.offset >= 0 else ""
-    return f"  {label}: {where}{p.kind}: {p.detail}" + (
-        # a capture's note (no offset) says in its detail what it skipped
-        f"; skipped {plural(p.skipped, 'byte')} to offset {p.offset + p.skipped}" if p.skipped and p.offset >= 0 else ""
-    )
+    # One f-string a line in the usual cases: a stream may list 10,000.
+    if p.offset < 0:  # a capture's note: its detail says what it skipped
+        return f"  {label}: {p.kind}: {p.detail}"
+    if p.skipped:
+        seq = f" (seq {p.seq})" if p.seq is not None else ""
+        skipped = f"; skipped {plural(p.skipped, 'byte')} to offset {p.offset + p.skipped}"
+        return f"  {label}: offset {p.offset}{seq}: {p.kind}: {p.detail}{skipped}"
+    if p.seq is None:
+        return f"  {label}: offset {p.offset}: {p.kind}: {p.detail}"
+    return f"  {label}: offset {p.offset} (seq {p.seq}): {p.kind}: {p.detail}"
 
 
 def source_summary(report: Report, src: SourceReport) -> str:
@@ -61,7 +65,7 @@ def text_report(report: Report, unreadable: list[str]) -> str:
     lines.append(tail)
     # Input names and a connection's analysis may hold what does not print
     # (bytes from the wire, a file name that is not UTF-8): escaped.
-    return "".join(escape_text(line) + "\n" for line in lines)
+    return "\n".join([escape_text(line) for line in lines]) + "\n"
 
 
 def analysis_lines(analysis: dict[str, Any]) -> list[str]:

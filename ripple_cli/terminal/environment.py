@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import io
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,6 +97,22 @@ def _stdin() -> BinaryIO:
     return sys.stdin.buffer if sys.stdin is not None else ClosedStream()  # type: ignore[return-value]
 
 
+def _width() -> int:
+    """The terminal's width, by shutil.get_terminal_size's rule (COLUMNS,
+    else stdout's terminal, else 120) without importing shutil: it brings
+    bz2 and lzma, a few ms of every command's start-up."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # no stdout, closed, detached, not a terminal
+            columns = 0
+    return columns or 120
+
+
 def _stdout() -> BinaryIO:
     raw = sys.stdout.buffer if sys.stdout is not None else ClosedStream()
     return PipeStdout(raw)  # type: ignore[arg-type, return-value]
@@ -112,7 +127,7 @@ class Environment:
     stdout_isatty: bool = field(default_factory=lambda: sys.stdout is not None and sys.stdout.isatty())
     stderr_isatty: bool = field(default_factory=lambda: sys.stderr is not None and sys.stderr.isatty())
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    width: int = field(default_factory=lambda: shutil.get_terminal_size((120, 24)).columns)
+    width: int = field(default_factory=_width)
     # --color: always, never, or auto (the environment and the terminal decide)
     color_mode: str = "auto"
 

@@ -276,6 +276,30 @@ def test_an_exported_columns_is_the_line_of_a_piped_table() -> None:
         assert max(len(line) for line in r.text.splitlines()) > 120  # ignored: the whole line
 
 
+def test_the_default_width_follows_shutils_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Environment's width without importing shutil: COLUMNS when it is a
+    positive number, else stdout's terminal, else 120, as
+    shutil.get_terminal_size((120, 24)) says."""
+    import os
+    import shutil
+
+    def both() -> tuple[int, int]:
+        return Environment().width, shutil.get_terminal_size((120, 24)).columns
+
+    for value in ("77", "1", "", "0", "-5", "wide", None):
+        if value is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", value)
+        mine, shutils = both()
+        assert mine == shutils, value
+    monkeypatch.setenv("COLUMNS", "77")
+    assert Environment().width == 77
+    monkeypatch.setenv("COLUMNS", "wide")
+    monkeypatch.setattr(os, "get_terminal_size", lambda fd=0: os.terminal_size((93, 20)))
+    assert both() == (93, 93)
+
+
 def test_make_console_in_a_pipe_has_no_line_to_fit() -> None:
     env = Environment(stdin=io.BytesIO(), stdout=io.BytesIO(), stdout_isatty=False, width=80)
     console, stream = make_console(env)

@@ -23,7 +23,10 @@ SIBLINGS = (
     "ripple_cli.protocols.pravega",
     "ripple_cli.protocols.reactive_streams",
 )
-UNWANTED = ("rich", "pyarrow", "pyspark", "ripple_cli.batch", "ripple_cli.tap", *SIBLINGS)
+# shutil (which imports bz2 and lzma) and base64: a few ms of every start,
+# for a terminal's width and base64 text that binascii and os give as well.
+STDLIB = ("shutil", "bz2", "lzma", "base64")
+UNWANTED = ("rich", "pyarrow", "pyspark", "ripple_cli.batch", "ripple_cli.tap", *SIBLINGS, *STDLIB)
 
 # Runs the CLI as the `ripple` script and `python -m ripple_cli` do, then
 # prints the modules loaded, the exit status and the collector's state as

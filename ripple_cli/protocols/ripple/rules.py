@@ -8,6 +8,8 @@ reads and updates this checker's state between its runs."""
 
 from __future__ import annotations
 
+import functools
+
 from ripple_cli.codec.messages import DELTA, DeltaMsg, DeltaView, Handshake, Heartbeat, SchemaNegotiation
 from ripple_cli.codec.problems import Problem, Severity
 from ripple_cli.codec.registry import SchemaRegistry
@@ -98,7 +100,14 @@ def seq_order_problem(offset: int, seq: int, last: int) -> Problem:
 
 
 def before_schema_problem(offset: int, seq: int, fingerprint: bytes) -> Problem:
-    return Problem(offset, "delta_before_schema", f"Delta for {text(fingerprint)} before its schema is known", seq=seq)
+    return Problem(offset, "delta_before_schema", _before_schema_detail(fingerprint), seq=seq)
+
+
+@functools.lru_cache(maxsize=256)
+def _before_schema_detail(fingerprint: bytes) -> str:
+    # One string for the many Deltas of an undeclared output (a stream can
+    # list 10,000 problems of one kind): made and held once, not per Delta.
+    return f"Delta for {text(fingerprint)} before its schema is known"
 
 
 def duplicate_problem(offset: int, seq: int, key: tuple[bytes, bytes], last: int, n: int) -> Problem:
