@@ -262,12 +262,15 @@ def _list(t: ListOf) -> TypeCodec:
 
     def read(buf: bytes, pos: int) -> tuple[Any, int]:
         at = pos
-        n, pos = bp.read_count(buf, pos)
         if empty:
             # Every element is the same value and takes no bytes: read one,
             # repeat it (a bomb of them costs a list's length, not n reads).
+            # Its count is held to the budget, not to the bytes left, which
+            # its elements do not use (encode writes [{}; {}] as one byte).
+            n, pos = bp.read_nat0(buf, pos)
             _charge(buf, n, at)
             return ([iread(buf, pos)[0]] * n if n else []), pos
+        n, pos = bp.read_count(buf, pos)
         items = []
         for _ in range(n):
             v, pos = iread(buf, pos)
@@ -276,10 +279,11 @@ def _list(t: ListOf) -> TypeCodec:
 
     def skip(buf: bytes, pos: int) -> int:
         at = pos
-        n, pos = bp.read_count(buf, pos)
         if empty:
+            n, pos = bp.read_nat0(buf, pos)
             _charge(buf, n, at)
             return pos  # its elements take no bytes
+        n, pos = bp.read_count(buf, pos)
         for _ in range(n):
             pos = iskip(buf, pos)
         return pos

@@ -56,6 +56,20 @@ def test_empty_elements_within_the_budget_decode() -> None:
     s.validate(b"\x00", bytes(row))
 
 
+def test_empty_elements_need_no_bytes_after_their_count() -> None:
+    """What encode writes for [{}; {}] at the end of a row, its count and
+    nothing after: the count is held to the budget, not to the bytes left."""
+    s = _schema(Field(b"a", ListOf(EMPTY)))
+    row = bytes([0, 2])  # Set, a = 2 empties
+    delta = s.read_delta(row)
+    assert delta.row == {"a": [{}, {}]}  # type: ignore[attr-defined]
+    s.validate(b"\x00", row)
+    assert s.write_delta(delta) == row
+    over = r"^list of 3 empty elements over the decode budget \(2 of 2 left\) at byte 1$"
+    with pytest.raises(DecodeError, match=over):
+        s.read_delta(bytes([0, 3]))
+
+
 def test_the_budget_is_every_empty_element_of_the_buffer() -> None:
     s = _schema(Field(b"a", ListOf(ListOf(EMPTY))))
     ok = bytes([0, 4, 3, 2, 1, 0])  # 3 + 2 + 1 empties in a 6-byte buffer

@@ -28,7 +28,7 @@ import pytest
 
 from ripple_cli.cli.commands.schema import schemas_in_input
 from ripple_cli.codec.envelope import HEADER, MAGIC, build_envelope
-from ripple_cli.codec.schema import EnumOf, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
+from ripple_cli.codec.schema import EnumOf, Field, FieldType, ListOf, OptionOf, Prim, RecordOf, Schema
 from ripple_cli.sexp.tree import float_atom
 from ripple_cli.terminal.environment import Environment
 from tests.capture.livecap import DEMO, bound, capture_conversation, closed, listener, tcpdump
@@ -781,6 +781,35 @@ def test_a_schema_nested_too_deeply_is_malformed(tmp_path: Path, depth: int) -> 
     assert len(malformed) == 1 and "field type nested too deeply" in malformed[0], malformed
     assert "Lua Error" not in tshark_text(cap)
     assert [e.show("ripple.seq") for e in cap.envelopes[1:3]] == [str(seq + 1), str(seq + 2)]
+
+
+def test_lists_of_empty_records_are_held_to_the_budget_in_both(tmp_path: Path) -> None:
+    """A list of records of no fields takes its count's bytes alone: two of
+    them at the end of a Delta decode (ripple refused them once, the count
+    being over the bytes left, though encode writes them so); a count over
+    the buffer's budget is malformed in both, worded alike."""
+    from tests.hostile.bombs import EMPTY, delta, handshake
+
+    schema = Schema(b"e", 1, Prim("String"), (Field(b"xs", ListOf(EMPTY)),))
+    two = delta(schema, b"\x01k", b"\x00\x02", 2)  # Set, xs = [{}; {}]
+    bomb = delta(schema, b"\x01k", b"\x00\xfe\xe8\x03", 3, sequence_no=2)  # Set, xs of 1000 in 4 bytes
+    tail = frames_of(DEMO)[1:3]  # two envelopes after it, which decode in both
+    cap = captured(tmp_path, handshake([schema]) + two + bomb + b"".join(tail), seed=23, max_write=3000)
+    deltas = [d for d in cap.decoded if d.get("type") == "Delta"]
+    assert deltas[0]["msg"]["delta"] == {"op": "set", "row": {"xs": [{}, {}]}}
+    problems = [(p["kind"], p["seq"], p["detail"]) for d in cap.decoded if (p := d.get("problem"))]
+    budget = "list of 1000 empty elements over the decode budget (4 of 4 left)"
+    assert [(k, q) for k, q, _ in problems] == [("bad_delta", 3)]
+    assert budget in problems[0][2]
+
+    def shown(env: Envelope, name: str) -> list[str]:
+        return [f.get("showname", "") for f in env.node.iter("field") if f.get("name") == name]
+
+    assert shown(cap.envelopes[1], "ripple.value.list") == ["xs: 2 items"]
+    malformed = shown(cap.envelopes[2], "ripple.malformed")
+    assert len(malformed) == 1 and budget in malformed[0], malformed
+    assert "Lua Error" not in tshark_text(cap)
+    assert len(cap.envelopes) == 5
 
 
 def tshark_text(cap: Captured) -> str:

@@ -183,7 +183,9 @@ local function fail(what, at) error({ Malformed, what, at }, 0) end
 
 -- A reader over the payload: pos is 0-based within tvb.
 local function reader(tvb, pos, stop)
-    local r = { tvb = tvb, pos = pos, stop = stop }
+    -- budget: how many zero-width list elements the buffer may still hold
+    -- (as ripple reads it, codec/values.py: as many in all as it has bytes)
+    local r = { tvb = tvb, pos = pos, stop = stop, size = stop - pos, budget = stop - pos }
     function r.need(n, what)
         if r.pos + n > r.stop then fail("truncated: need " .. what, r.pos) end
     end
@@ -275,6 +277,27 @@ local function range(r, at) return r.tvb(at, math.max(r.pos - at, 0)) end
 
 -- ---------------------------------------------------------------- typed values
 
+-- A tree that keeps nothing, for reading a value only for its text.
+local NO_TREE = {}
+function NO_TREE.add() return NO_TREE end
+function NO_TREE.set_text() return NO_TREE end
+function NO_TREE.set_len() return NO_TREE end
+
+-- A type whose values take no bytes: a record of no fields, or of fields
+-- all zero-width (codec/values.py zero_width).  Kept on the type.
+local function zero_width(t)
+    if t.zw == nil then
+        local z = t.k == "Record"
+        if z then
+            for _, fd in ipairs(t.fields) do
+                if not zero_width(fd.t) then z = false; break end
+            end
+        end
+        t.zw = z
+    end
+    return t.zw
+end
+
 -- Adds a value of type t under tree, labelled; returns its sexp (for text).
 local function add_value(r, tree, t, label)
     local k = t.k
@@ -325,9 +348,26 @@ local function add_value(r, tree, t, label)
         return { add_value(r, tree, t.t, label) }
     elseif k == "List" then
         local n = read_nat0(r)
+        local items = {}
+        if zero_width(t.t) then
+            -- Its elements take no bytes: the count is held to the budget,
+            -- not to the bytes left; one element read, the same n times,
+            -- and no subtree each (they would all be the same empty one).
+            if n > r.budget then
+                fail(string.format("list of %d empty elements over the decode budget (%d of %d left)",
+                    n, r.budget, r.size), at)
+            end
+            r.budget = r.budget - n
+            local sub = tree:add(F.list, r.tvb(at, r.pos - at))
+            if n > 0 then
+                local v = add_value(r, NO_TREE, t.t, label)
+                for i = 1, n do items[i] = v end
+            end
+            sub:set_text(label .. ": " .. n .. (n == 1 and " item" or " items"))
+            return items
+        end
         if n > r.stop - r.pos then fail("list cannot fit", at) end
         local sub = tree:add(F.list, r.tvb(at, 1))
-        local items = {}
         for i = 1, n do items[i] = add_value(r, sub, t.t, label) end
         sub:set_len(r.pos - at)
         sub:set_text(label .. ": " .. n .. (n == 1 and " item" or " items"))
@@ -343,12 +383,6 @@ local function add_value(r, tree, t, label)
         return pairs_
     end
 end
-
--- A tree that keeps nothing, for reading a value only for its text.
-local NO_TREE = {}
-function NO_TREE.add() return NO_TREE end
-function NO_TREE.set_text() return NO_TREE end
-function NO_TREE.set_len() return NO_TREE end
 
 local function sexp_text(v)
     return type(v) == "string" and atom(v) or sexp_string(v)
