@@ -71,25 +71,33 @@ class _Reader:
     def skip_space(self) -> None:
         text = self.text
         n = len(text)
-        while self.pos < n:
-            c = text[self.pos]
-            if c in _WS:
-                self.pos += 1
-            elif c == 0x3B:  # ;
-                nl = text.find(b"\n", self.pos)
-                if nl < 0 and not self.final:
-                    raise self.error("unterminated line comment", incomplete=True)
-                self.pos = n if nl < 0 else nl + 1
-            elif text.startswith(b"#|", self.pos):
-                self.skip_block_comment()
-            elif text.startswith(b"#;", self.pos):
-                self.pos += 2
-                self.skip_space()
-                commented = self.read()  # the commented-out s-expression
-                if isinstance(commented, bytes) and self.pos >= n and not self.final:
-                    raise self.error("an atom cut by the end of the text", incomplete=True)
-            else:
+        # "#;" comments out the next s-expression, and "#;#;a b" both a and
+        # b: they are counted, not recursed into (a line of 10,000 "#;"
+        # would otherwise overflow Python's stack).
+        pending = 0
+        while True:
+            while self.pos < n:
+                c = text[self.pos]
+                if c in _WS:
+                    self.pos += 1
+                elif c == 0x3B:  # ;
+                    nl = text.find(b"\n", self.pos)
+                    if nl < 0 and not self.final:
+                        raise self.error("unterminated line comment", incomplete=True)
+                    self.pos = n if nl < 0 else nl + 1
+                elif text.startswith(b"#|", self.pos):
+                    self.skip_block_comment()
+                elif text.startswith(b"#;", self.pos):
+                    self.pos += 2
+                    pending += 1
+                else:
+                    break
+            if not pending:
                 return
+            commented = self.datum()  # the commented-out s-expression
+            pending -= 1
+            if isinstance(commented, bytes) and self.pos >= n and not self.final:
+                raise self.error("an atom cut by the end of the text", incomplete=True)
 
     def skip_block_comment(self) -> None:
         start = self.pos
@@ -112,6 +120,10 @@ class _Reader:
 
     def read(self) -> Sexp:
         self.skip_space()
+        return self.datum()
+
+    def datum(self) -> Sexp:
+        """The s-expression that starts here (no space or comment first)."""
         text = self.text
         if self.pos >= len(text):
             raise self.error("unexpected end of input", incomplete=True)

@@ -165,6 +165,29 @@ def test_encode_refuses_text_nested_too_deep() -> None:
     assert (r.code, r.stderr) == (1, "ripple: <stdin>: line 1, column 257: lists nested more than 256 deep\n")
 
 
+def test_a_run_of_sexp_comments_is_counted_not_recursed_into() -> None:
+    """`#;` comments out the next s-expression, and n of them in a row the
+    next n (as parsexp reads them): 5,000 in a row ended in a RecursionError
+    (exit 70)."""
+    heartbeat = next(line for line in DEMO_TEXT if b"Heartbeat" in line)
+    text = b"#;" * 5000 + b" a" * 5000 + b"\n" + heartbeat + b"\n"
+    r = run_cli(["encode", "-o", "-"], stdin=text)
+    assert r.code == 0, r.stderr
+    assert r.stdout == run_cli(["encode", "-o", "-"], stdin=heartbeat + b"\n").stdout
+    r = run_cli(["encode", "-o", "/dev/null"], stdin=b"#;" * 5000 + b" a" * 4999 + b"\n")
+    assert (r.code, r.stderr) == (1, "ripple: <stdin>: line 2, column 1: unexpected end of input\n")
+
+
+def test_an_error_quoting_a_long_atom_cuts_it() -> None:
+    """An unknown field named with 70,000 bytes: the error line quotes 297
+    of them, not all."""
+    line = DEMO_TEXT[0].replace(b"(default())", b"(" + b"x" * 70_000 + b"())", 1)
+    r = run_cli(["encode", "-o", "/dev/null"], stdin=line + b"\n")
+    assert r.code == 1
+    assert r.stderr.startswith("ripple: <stdin>: line 1: msg.Handshake.output_schemas[0].fields[0]: unknown field xxx")
+    assert r.stderr.endswith("x" * 200 + "...\n") and len(r.stderr) < 400
+
+
 def test_a_schema_file_nested_too_deep_is_not_a_schema(tmp_path: Path) -> None:
     parens = tmp_path / "parens.sexp"
     parens.write_bytes(b"(" * 600 + b")" * 600)

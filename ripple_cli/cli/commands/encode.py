@@ -17,6 +17,7 @@ from ripple_cli.sources.files import display_name, read_chunks
 from ripple_cli.sources.output import binary_output
 from ripple_cli.sources.schema_files import load_registry
 from ripple_cli.terminal.environment import Environment
+from ripple_cli.terminal.words import clip_words
 
 
 @click.command()
@@ -59,7 +60,7 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
             try:
                 items = parser.feed(chunk) if chunk is not None else parser.finish()
             except SexpSyntaxError as e:
-                raise InvalidInput(f"{name}: {e}") from None
+                raise InvalidInput(f"{name}: {clip_words(str(e))}") from None
             block = bytearray()
             for line, text in items:
                 protocol = protocol_of_text(text)
@@ -69,7 +70,7 @@ def encode(env: Environment, file: str, output: str | None, schemas: tuple[str, 
                 try:
                     data = encoder.encode(text)
                 except EncodeError as e:
-                    raise InvalidInput(f"{name}: line {line}: {e}") from None
+                    raise InvalidInput(f"{name}: line {line}: {clip_words(str(e))}") from None
                 if data is not None:  # None: its bytes are inside the message before it
                     block += data
             out.write(block)
