@@ -89,7 +89,8 @@ def chart_data(report: Record, timelines: Timelines) -> dict[str, Chart]:
     lag = Chart("watermark lag (largest per bucket)", "ms", ymin=0)
     by_output: dict[str, list[tuple[int, float]]] = {}
     for r in timelines.lag:
-        by_output.setdefault(str(r["output"]), []).append((r["t"], r["max_lag"] / 1e6))
+        if r["max_lag"] is not None:  # null: no lag of the bucket fits 64 bits (a watermark near -2^63)
+            by_output.setdefault(str(r["output"]), []).append((r["t"], r["max_lag"] / 1e6))
     for name, pts in sorted(by_output.items())[:MAX_SERIES]:
         lag.series[name] = segments(pts, bucket, t0)
     if not lag.series:

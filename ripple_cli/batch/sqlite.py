@@ -27,6 +27,9 @@ class _CountIf:
         return self.n
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 class _Percentile:
     """percentile_approx, exact (as Spark's is below its accuracy's count
     of values): nearest rank, the smallest value that at least that share
@@ -49,8 +52,9 @@ class _Percentile:
         def at(p: float) -> Any:
             v = values[max(0, math.ceil(p * len(values)) - 1)]
             # Spark keeps the values as doubles: beyond 2**53 an integer
-            # comes back rounded to one, as here.
-            return int(float(v)) if isinstance(v, int) else v
+            # comes back rounded to one, as here, and the double's toLong
+            # clamps to the int64 range (2**63 - 512 rounds up to 2**63).
+            return min(max(int(float(v)), _INT64_MIN), _INT64_MAX) if isinstance(v, int) else v
 
         if isinstance(self.ps, str):
             return json.dumps([at(p) for p in json.loads(self.ps)])

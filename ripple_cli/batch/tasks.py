@@ -241,29 +241,40 @@ class RowSink(BaseSink):
         if origin.stream is None and self.streams_only:
             return
         if isinstance(msg, Message):
-            self.rows.append(self.builder(origin).message(msg, origin.time_ns))
+            self.rows.append(self.builder(origin).message(msg, capture_ns(origin)))
         elif isinstance(msg, ProtoMessage):  # a sibling's: its own table, its count only
             if self.tally is not None:
                 count(self.tally, msg)
             if self.typed is not None:
-                self.typed.sibling(self.builder(origin).where, origin.time_ns, msg)
+                self.typed.sibling(self.builder(origin).where, capture_ns(origin), msg)
 
     def problem(self, origin: Origin, problem: Problem) -> None:
         if origin.stream is None and self.streams_only:
             return
         if self.protocol_of(origin.stream) in (RIPPLE, None):
-            self.rows.append(self.builder(origin).problem(problem, origin.time_ns))
+            self.rows.append(self.builder(origin).problem(problem, capture_ns(origin)))
 
     def run(self, origin: Origin, run: Run) -> None:
         from .arrow import run_batch  # pyarrow's
 
         # Only Ripple's lane makes runs of LaneKind.ROWS.
         assert isinstance(run, LaneRun) and run.columns is not None
-        self.rows.append(run_batch(self.builder(origin), run, origin.time_ns))
+        self.rows.append(run_batch(self.builder(origin), run, capture_ns(origin)))
 
     def take(self) -> list[Item]:
         rows, self.rows = self.rows, []
         return rows
+
+
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+def capture_ns(origin: Origin) -> int | None:
+    """The capture time of a row, null when it does not fit the int64
+    column (a pcapng's 64-bit timestamp at a coarse resolution, or moved
+    by its offset, can reach past 2^63 ns)."""
+    t = origin.time_ns
+    return t if t is None or t in _INT64 else None
 
 
 def demux_rows(events: Iterable[CaptureEvent], demux: Demux, sink: RowSink) -> Iterator[Item]:
