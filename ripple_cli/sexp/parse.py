@@ -270,6 +270,7 @@ class SexpStream:
         r = _Reader(self._buf, final)
         out: list[tuple[int, Sexp]] = []
         done = 0
+        line, counted = self._line, 0  # the line at byte `counted`: newlines counted once, not per item
         try:
             while True:
                 r.skip_space()
@@ -280,7 +281,9 @@ class SexpStream:
                 value = r.read()
                 if isinstance(value, bytes) and r.pos >= len(self._buf) and not final:
                     break  # an atom cut by the chunk boundary: wait for the rest
-                out.append((self._line + self._buf.count(b"\n", 0, start), value))
+                line += self._buf.count(b"\n", counted, start)
+                counted = start
+                out.append((line, value))
                 done = r.pos
         except SexpSyntaxError as e:
             # Before the end, what came before the error is returned first

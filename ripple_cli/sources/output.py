@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import tempfile
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ripple_cli.errors import InputUnreadable, UsageProblem
 from ripple_cli.terminal.environment import Environment
@@ -22,6 +23,45 @@ def _mode_for(path: str) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def _cannot_write(path: str, e: OSError) -> InputUnreadable:
+    return InputUnreadable(f"{path}: cannot write: {e.strerror or e}")
+
+
+class _Checked(io.BufferedIOBase):
+    """The output file, whose write errors (a full disk, a file-size limit,
+    /dev/full) are the one line that names it, as stdout's are."""
+
+    def __init__(self, f: BinaryIO, path: str) -> None:
+        super().__init__()
+        self._f = f
+        self._path = path
+
+    def write(self, data: Any) -> int:
+        try:
+            return self._f.write(data)
+        except OSError as e:
+            raise _cannot_write(self._path, e) from None
+
+    def flush(self) -> None:
+        try:
+            self._f.flush()
+        except OSError as e:
+            raise _cannot_write(self._path, e) from None
+
+    def writable(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def _closing(f: BinaryIO, path: str) -> Iterator[BinaryIO]:
+    """`f`, checked, then closed: what its close flushes may fail too."""
+    yield _Checked(f, path)  # type: ignore[misc]
+    try:
+        f.close()
+    except OSError as e:
+        raise _cannot_write(path, e) from None
 
 
 @contextlib.contextmanager
@@ -52,18 +92,27 @@ def binary_output(path: str | None, env: Environment) -> Iterator[BinaryIO]:
         try:
             f = open(path, "wb")  # noqa: SIM115 - closed below, after the caller's writes
         except OSError as e:
-            raise InputUnreadable(f"{path}: cannot write: {e.strerror or e}") from None
-        with f:
-            yield f
+            raise _cannot_write(path, e) from None
+        try:
+            with _closing(f, path) as out:
+                yield out
+        finally:
+            with contextlib.suppress(OSError):
+                f.close()  # after an error: closed quietly (its flush may fail again)
         return
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".ripple-", dir=directory)
     except OSError as e:
-        raise InputUnreadable(f"{path}: cannot write: {e.strerror or e}") from None
+        raise _cannot_write(path, e) from None
+    f = os.fdopen(fd, "wb")
     try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
+        try:
+            with _closing(f, path) as out:
+                yield out
+        finally:
+            with contextlib.suppress(OSError):
+                f.close()
         os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException:

@@ -188,6 +188,28 @@ def test_an_error_quoting_a_long_atom_cuts_it() -> None:
     assert r.stderr.endswith("x" * 200 + "...\n") and len(r.stderr) < 400
 
 
+def test_an_output_file_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    """A full device, and a file past the process's size limit: exit 3 and
+    the line that names it (was exit 70, OSError), no file left behind."""
+    import resource
+    import subprocess
+    import sys
+
+    demo = str(EXAMPLES / "demo.sexp")
+    if Path("/dev/full").exists():
+        r = run_cli(["encode", "-o", "/dev/full", demo])
+        assert (r.code, r.stderr) == (3, "ripple: /dev/full: cannot write: No space left on device\n")
+    out = tmp_path / "out.ripple"
+    limited = subprocess.run(
+        [sys.executable, "-m", "ripple_cli", "encode", "-o", str(out), demo],
+        capture_output=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192)),
+        check=False,
+    )
+    assert (limited.returncode, limited.stderr) == (3, f"ripple: {out}: cannot write: File too large\n".encode())
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_schema_file_nested_too_deep_is_not_a_schema(tmp_path: Path) -> None:
     parens = tmp_path / "parens.sexp"
     parens.write_bytes(b"(" * 600 + b")" * 600)

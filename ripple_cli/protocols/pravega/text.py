@@ -392,8 +392,10 @@ def _parse_value(kind: Kind, x: Sexp, what: str) -> Value:
     if kind is Kind.RAW:
         return _atom(x, what)
     raw = parse_record(x, what)
-    (record,) = rec.split(raw) if raw else (rec.Record(rec.FRAGMENT_KIND, 0, b""),)
-    return record
+    records = rec.split(raw) if raw else [rec.Record(rec.FRAGMENT_KIND, 0, b"")]
+    if len(records) != 1:  # a Continuation or Fragment's bytes may read as several
+        raise EncodeError(f"{what}: its bytes read as {len(records)} records, not the one record an event is")
+    return records[0]
 
 
 def parse_record(x: Sexp, what: str) -> bytes:

@@ -144,7 +144,10 @@ def _int(field: str, v: Sexp, limit: int) -> int:
     a = _atom(field, v)
     if not a.isdigit():
         raise EncodeError(f"field {field}: {a.decode('utf-8', 'replace')!r} is not a decimal integer")
-    n = int(a)
+    digits = a.lstrip(b"0") or b"0"
+    if len(digits) > len(str(limit)):  # before int(): Python refuses over 4,300 digits
+        raise EncodeError(f"field {field}: a number of {len(digits)} digits is above {limit}")
+    n = int(digits)
     if n > limit:
         raise EncodeError(f"field {field}: {n} is above {limit}")
     return n

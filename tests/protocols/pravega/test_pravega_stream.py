@@ -283,6 +283,13 @@ def test_encode_writes_the_header_from_the_body() -> None:
             "SetupAppend.segment: not UTF-8 text; give the exact bytes as (raw ...)",
         ),
         (f"(pravega(AppendBlock((writer_id {W1})(data((Blob x))))))", "AppendBlock.data: unknown record kind Blob"),
+        (  # found by fuzzing: a ValueError (exit 70) before
+            f"(pravega(ConditionalAppend((writer_id {W1})(event_number 1)(expected_offset 0)"
+            + '(event(Continuation"'
+            + "\\000" * 16
+            + '"))(request_id 2))))',
+            "ConditionalAppend.event: its bytes read as 2 records, not the one record an event is",
+        ),
     ],
 )
 def test_encode_refuses(text: str, message: str) -> None:

@@ -75,6 +75,10 @@ def test_raw_is_its_bytes() -> None:
             "(reactive-streams(Cancel((subscriber 18446744073709551616))))",
             "field subscriber: 18446744073709551616 is above 18446744073709551615",
         ),
+        (  # more digits than Python's int() reads (4,300): a ValueError (exit 70) before
+            "(reactive-streams(Request((subscriber 1)(demand " + "0" * 5000 + "1" * 4301 + "))))",
+            "field demand: a number of 4301 digits is above 9223372036854775807",
+        ),
         ("(reactive-streams(ClientHello((version 256))))", "field version: 256 is above 255"),
         (
             "(reactive-streams(ClientHello((version 0)(extensions 1))))",
