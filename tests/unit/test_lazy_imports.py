@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ripple_cli.codec.fast import pure_requested
 from tests.conftest import EXAMPLES, ROOT
 
 SIBLINGS = (
@@ -25,7 +26,8 @@ SIBLINGS = (
 )
 # shutil (which imports bz2 and lzma) and base64: a few ms of every start,
 # for a terminal's width and base64 text that binascii and os give as well.
-STDLIB = ("shutil", "bz2", "lzma", "base64")
+# (The pure lane's crc32c package reads its own metadata, which imports them.)
+STDLIB = () if pure_requested() else ("shutil", "bz2", "lzma", "base64")
 UNWANTED = ("rich", "pyarrow", "pyspark", "ripple_cli.batch", "ripple_cli.tap", *SIBLINGS, *STDLIB)
 
 # Runs the CLI as the `ripple` script and `python -m ripple_cli` do, then
