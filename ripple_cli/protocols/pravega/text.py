@@ -31,6 +31,8 @@ from ripple_cli.protocols.pravega import records as rec
 from ripple_cli.protocols.pravega.commands import (
     APPEND_BLOCK_END,
     CODES,
+    HEADER_SIZE,
+    MAX_BODY,
     NEW_WRITER,
     PADDING,
     SEGMENT_READ,
@@ -326,6 +328,8 @@ def from_sexp(tree: Sexp) -> Command:
         _no_more(fields, name)
         if n < 0:
             raise EncodeError("Padding length is negative")
+        if n > MAX_BODY:  # not 2 GiB of zeros in memory for a frame no reader takes
+            raise EncodeError(f"Padding length {n} is above a command's largest body, {MAX_BODY} bytes")
         return Command(code, padding=n)
     layout = LAYOUTS.get(code)
     if layout is None:
@@ -412,6 +416,8 @@ def parse_record(x: Sexp, what: str) -> bytes:
         n = _parse_int(item[1], f"{what} Padding", 32)
         if n < 0:
             raise EncodeError(f"{what}: Padding length is negative")
+        if n > MAX_BODY - HEADER_SIZE:
+            raise EncodeError(f"{what}: Padding length {n} is above a command's largest body, {MAX_BODY} bytes")
         return rec.command_record(PADDING, bytes(n))
     if kind == rec.COMMAND_KIND:
         fields = _record_fields(item[1], f"{what} Command")

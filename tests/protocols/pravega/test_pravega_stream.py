@@ -290,6 +290,10 @@ def test_encode_writes_the_header_from_the_body() -> None:
             + '"))(request_id 2))))',
             "ConditionalAppend.event: its bytes read as 2 records, not the one record an event is",
         ),
+        (  # 2 GiB of zeros built in memory before (4.2 GB), then exit 70 inside a block
+            "(pravega(Padding((length 2147483647))))",
+            "Padding length 2147483647 is above a command's largest body, 16777207 bytes",
+        ),
     ],
 )
 def test_encode_refuses(text: str, message: str) -> None:
