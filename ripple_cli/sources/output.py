@@ -56,8 +56,14 @@ class _Checked(io.BufferedIOBase):
 
 @contextlib.contextmanager
 def _closing(f: BinaryIO, path: str) -> Iterator[BinaryIO]:
-    """`f`, checked, then closed: what its close flushes may fail too."""
-    yield _Checked(f, path)  # type: ignore[misc]
+    """`f`, checked, then closed: what its close flushes may fail too.
+    After an error it is closed quietly (its flush may fail again)."""
+    try:
+        yield _Checked(f, path)  # type: ignore[misc]
+    except BaseException:
+        with contextlib.suppress(OSError):
+            f.close()
+        raise
     try:
         f.close()
     except OSError as e:
@@ -93,26 +99,17 @@ def binary_output(path: str | None, env: Environment) -> Iterator[BinaryIO]:
             f = open(path, "wb")  # noqa: SIM115 - closed below, after the caller's writes
         except OSError as e:
             raise _cannot_write(path, e) from None
-        try:
-            with _closing(f, path) as out:
-                yield out
-        finally:
-            with contextlib.suppress(OSError):
-                f.close()  # after an error: closed quietly (its flush may fail again)
+        with _closing(f, path) as out:
+            yield out
         return
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".ripple-", dir=directory)
     except OSError as e:
         raise _cannot_write(path, e) from None
-    f = os.fdopen(fd, "wb")
     try:
-        try:
-            with _closing(f, path) as out:
-                yield out
-        finally:
-            with contextlib.suppress(OSError):
-                f.close()
+        with _closing(os.fdopen(fd, "wb"), path) as out:
+            yield out
         os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException:

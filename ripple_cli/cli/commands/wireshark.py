@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from ripple_cli.cli.options import OutputPath, max_payload_option, schemas_option
-from ripple_cli.errors import InputUnreadable
 from ripple_cli.flow.inputs import Inputs
 from ripple_cli.sources.output import binary_output
 from ripple_cli.terminal.environment import Environment
@@ -69,9 +68,6 @@ def wireshark(
         env.stdout.write(text)
         env.stdout.flush()
         return 0
-    try:
-        with binary_output(output, env) as out:
-            out.write(text)
-    except OSError as e:
-        raise InputUnreadable(f"{output}: cannot write: {e.strerror or e}") from None
+    with binary_output(output, env) as out:  # its write errors are the one line that names it
+        out.write(text)
     return 0
